@@ -1,0 +1,42 @@
+# The README's commands. `make demo` and `make test` set everything up on first use.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+READY  := $(VENV)/.installed
+
+.PHONY: demo test bench policies policies-check manifests lint clean
+
+$(READY): requirements.txt scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(VENV)
+
+## demo: run the sample case rfp-001 under bubblewrap, then nono, and print every check
+demo: $(READY)
+	$(PY) -m app.controller demo
+
+## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration)
+test: $(READY)
+	$(PY) -m pytest -q
+
+## bench: start-up ratios and the local case's wall time and peak memory
+bench: $(READY)
+	$(PY) -m bench
+
+## policies: re-render the committed confinement policies under policies/
+policies: $(READY)
+	$(PY) -m app.tools.bubblewrap.render
+	$(PY) -m app.tools.nono.render
+
+## policies-check: fail if policies/ and the code disagree
+policies-check: $(READY)
+	$(PY) -m app.tools.bubblewrap.render --check
+	$(PY) -m app.tools.nono.render --check
+
+## manifests: every Kubernetes object the Pulumi program creates, one YAML file each
+manifests: $(READY)
+	$(PY) infra/render_manifests.py --out build/manifests
+
+lint: $(READY)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+clean:
+	rm -rf build runs .pytest_cache

@@ -1,0 +1,1 @@
+"""The confined procurement analyst: a trusted controller and the tool processes it confines."""

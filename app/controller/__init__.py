@@ -1,0 +1,1 @@
+"""The trusted controller: it alone holds the supplier key and the AWS identity."""

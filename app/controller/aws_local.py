@@ -1,0 +1,375 @@
+"""S3, IAM and STS on loopback for a local run: a moto server with IAM enforcement on.
+
+The analyst gets a role whose only permissions are ``render_permissions_policy`` (the policy
+the stack deploys), and the controller uses temporary credentials from assuming that role,
+so every AccessDenied a local run shows is a real policy evaluation.
+
+How enforcement is switched on: moto authenticates nothing until it has served
+``INITIAL_NO_AUTH_ACTION_COUNT`` authorised requests, then checks the signature and the
+policies of every later one. The count is set to exactly the bootstrap calls below (create an
+admin user, give it an allow-all inline policy, create its access key); every later call,
+the admin's own included, is signed and evaluated, and setup proves it by checking that the
+bootstrap's throwaway credentials are refused. The admin's keys live only in this object's
+memory: never in os.environ, never in a file.
+
+What moto does not evaluate, so what a local AccessDenied cannot prove:
+  - policy Conditions (only trust-policy conditions such as sts:ExternalId are read);
+  - session policies passed to AssumeRole (stored, never applied);
+  - CopyObject's source: only the destination key is authorised;
+  - resource-based policies (bucket policies) and permission boundaries.
+Its /moto-api/ endpoints (reset, reset-auth) take no credentials at all: the server is bound
+to 127.0.0.1 and no tool process has a route to it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import boto3
+import botocore.session
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from app.controller.context import AwsCredentialFile
+from app.controller.iam_policy import render_permissions_policy
+from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
+from app.controller.store import CaseStore
+
+LOCAL_BUCKET = "analyst-local"
+LOCAL_REGION = "us-east-1"
+ROLE_NAME = "analyst"
+PROFILE = "analyst"
+ADMIN_USER = "analyst-local-admin"
+CREDENTIALS_FILE = "aws-credentials"
+REPO_ROOT = Path(__file__).resolve().parents[2]
+OTHER_CASE_DIR = REPO_ROOT / "cases" / "rfp-other"
+LOOPBACK = "127.0.0.1"
+STARTUP_TIMEOUT_SECONDS = 30.0
+STOP_TIMEOUT_SECONDS = 5.0
+_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+# The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
+# the bootstrap client), so the environment variable below is derived from this tuple.
+BOOTSTRAP_CALLS = ("iam:CreateUser", "iam:PutUserPolicy", "iam:CreateAccessKey")
+# Any key id works while moto is not yet enforcing; afterwards these are unknown to it.
+_BOOTSTRAP_KEY = ("bootstrap-not-a-key", "bootstrap-not-a-secret")
+
+_ALLOW_ALL = {
+    "Version": "2012-10-17",
+    "Statement": [{"Effect": "Allow", "Action": "*", "Resource": "*"}],
+}
+
+
+class LocalAwsError(RuntimeError):
+    """The local AWS stand-in could not be set up; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class SeedObject:
+    key: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class LocalAwsSettings:
+    """How the controller reaches the local AWS stand-in, as the analyst and nobody else."""
+
+    endpoint_url: str
+    region: str
+    bucket: str
+    credentials_file: Path
+    profile: str
+    expected_role_arn: str  # the role: arn:aws:iam::<account>:role/analyst
+    expected_caller_arn: str  # who STS says the controller is: the role's assumed session
+
+    @property
+    def credential(self) -> AwsCredentialFile:
+        return AwsCredentialFile(self.credentials_file, "the AWS credential file")
+
+    @property
+    def endpoint(self) -> tuple[str, int]:
+        host, _, port = self.endpoint_url.removeprefix("http://").partition(":")
+        return host, int(port)
+
+    def session(self) -> boto3.Session:
+        """A session built only from the credentials file: environment credentials are ignored."""
+        core = botocore.session.Session()
+        core.set_config_variable("credentials_file", str(self.credentials_file))
+        # No ~/.aws/config: a developer's profile must not change what the run uses.
+        core.set_config_variable("config_file", os.devnull)
+        # An explicit profile also makes botocore skip the AWS_* environment variables.
+        core.set_config_variable("profile", self.profile)
+        core.set_config_variable("region", self.region)
+        return boto3.Session(botocore_session=core)
+
+    def store(self) -> CaseStore:
+        return CaseStore.from_session(self.session(), self.bucket, endpoint_url=self.endpoint_url)
+
+
+def _read_case_objects(case_dir: Path, *, with_proposals: bool) -> tuple[str, list[SeedObject]]:
+    """The store objects of one case folder, ids and digests checked before any key is made."""
+    case_file = case_dir / "case.json"
+    try:
+        raw = case_file.read_bytes()
+        doc = json.loads(raw)
+    except (OSError, ValueError) as exc:
+        raise LocalAwsError(f"cannot read {case_file}: {exc}; pass a case folder") from exc
+    case_id = doc.get("case_id") if isinstance(doc, dict) else None
+    if not isinstance(case_id, str) or not _ID.fullmatch(case_id):
+        raise LocalAwsError(f"{case_file}: case_id must match {_ID.pattern}")
+    objects = [SeedObject(f"cases/{case_id}/case.json", raw)]
+    if not with_proposals:
+        return case_id, objects
+    for supplier in doc.get("suppliers") or []:
+        supplier_id = supplier.get("id") if isinstance(supplier, dict) else None
+        if not isinstance(supplier_id, str) or not _ID.fullmatch(supplier_id):
+            raise LocalAwsError(f"{case_file}: supplier id {supplier_id!r} is not a valid id")
+        proposal = case_dir / "proposals" / f"{supplier_id}.json"
+        data = proposal.read_bytes()
+        if hashlib.sha256(data).hexdigest() != supplier.get("sha256"):
+            raise LocalAwsError(f"{proposal} does not match its sha256 in {case_file}")
+        objects.append(SeedObject(f"proposals/{case_id}/{supplier_id}.json", data))
+    return case_id, objects
+
+
+def _free_port() -> int:
+    # moto_server cannot report a port it chose itself, so one is picked here; the window
+    # between close and moto's bind is the only race, and start-up fails loudly if it is lost.
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def _moto_server() -> Path:
+    path = Path(sys.executable).parent / "moto_server"
+    if not path.exists():
+        raise LocalAwsError(
+            f"{path} not found; install moto[server] into the environment of {sys.executable}"
+        )
+    return path
+
+
+class LocalAws:
+    """Starts moto, provisions the analyst's world, and stops moto when the block ends."""
+
+    def __init__(
+        self,
+        paths: RunPaths,
+        tool: ToolIdentity,
+        case_dir: Path,
+        *,
+        other_case_dir: Path = OTHER_CASE_DIR,
+        bucket: str = LOCAL_BUCKET,
+        region: str = LOCAL_REGION,
+    ) -> None:
+        self.paths = paths
+        self.tool = tool
+        self.case_dir = case_dir
+        self.other_case_dir = other_case_dir
+        self.bucket = bucket
+        self.region = region
+        self.state_dir = paths.top / "aws"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._endpoint_url = ""
+        self._admin: dict[str, str] = {}
+
+    # -- moto -----------------------------------------------------------------------------
+
+    def _start_moto(self) -> None:
+        self.state_dir.mkdir(mode=0o700)
+        port = _free_port()
+        self._endpoint_url = f"http://{LOOPBACK}:{port}"
+        env = {
+            "PATH": os.defpath,
+            "LC_ALL": "C.UTF-8",
+            "INITIAL_NO_AUTH_ACTION_COUNT": str(len(BOOTSTRAP_CALLS)),
+        }
+        log_path = self.state_dir / "moto.log"
+        with log_path.open("wb") as log:
+            self._process = subprocess.Popen(
+                [str(_moto_server()), "-H", LOOPBACK, "-p", str(port)],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                break
+            # A bare TCP connect: an HTTP probe would be an S3 request and use up a bootstrap call.
+            try:
+                socket.create_connection((LOOPBACK, port), timeout=1).close()
+                return
+            except OSError:
+                time.sleep(0.1)
+        output = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+        self.stop()
+        raise LocalAwsError(
+            f"moto_server did not listen on {LOOPBACK}:{port} within "
+            f"{STARTUP_TIMEOUT_SECONDS:.0f}s (output: {output.strip() or 'empty'}); "
+            "check moto[server] is installed and the port is free"
+        )
+
+    def _client(self, service: str, key: tuple[str, str], *, retries: bool = True) -> Any:
+        # Credentials are passed to the client, never through the environment, so nothing
+        # else in this process can pick them up.
+        config = Config(
+            retries={"mode": "standard"} if retries else {"total_max_attempts": 1},
+            s3={"addressing_style": "path"},
+        )
+        return boto3.session.Session().client(
+            service,
+            endpoint_url=self._endpoint_url,
+            region_name=self.region,
+            aws_access_key_id=key[0],
+            aws_secret_access_key=key[1],
+            config=config,
+        )
+
+    # -- provisioning -----------------------------------------------------------------------
+
+    def _bootstrap_admin(self) -> tuple[str, str]:
+        iam = self._client("iam", _BOOTSTRAP_KEY, retries=False)
+        sent: list[str] = []
+        # Counts the HTTP requests actually sent, which is what moto counts.
+        iam.meta.events.register("before-send.iam", lambda **kwargs: sent.append("iam"))
+        iam.create_user(UserName=ADMIN_USER)
+        iam.put_user_policy(
+            UserName=ADMIN_USER, PolicyName="local-admin", PolicyDocument=json.dumps(_ALLOW_ALL)
+        )
+        created = iam.create_access_key(UserName=ADMIN_USER)["AccessKey"]
+        if len(sent) != len(BOOTSTRAP_CALLS):
+            raise LocalAwsError(
+                f"the bootstrap sent {len(sent)} requests but moto was told to leave "
+                f"{len(BOOTSTRAP_CALLS)} unauthenticated; keep BOOTSTRAP_CALLS in step"
+            )
+        return created["AccessKeyId"], created["SecretAccessKey"]
+
+    def _require_enforcement(self) -> None:
+        """The bootstrap key must now be refused, or IAM is not being evaluated at all."""
+        try:
+            self._client("sts", _BOOTSTRAP_KEY, retries=False).get_caller_identity()
+        except ClientError as exc:
+            if exc.response["Error"]["Code"] == "InvalidClientTokenId":
+                return
+            raise
+        raise LocalAwsError(
+            "moto accepted an unknown access key after the bootstrap calls, so IAM is not "
+            "enforced; check INITIAL_NO_AUTH_ACTION_COUNT reaches moto_server"
+        )
+
+    def _seed(self, admin: tuple[str, str]) -> str:
+        case_id, objects = _read_case_objects(self.case_dir, with_proposals=True)
+        other_id, other = _read_case_objects(self.other_case_dir, with_proposals=False)
+        if other_id == case_id:
+            raise LocalAwsError(
+                f"the other case {self.other_case_dir} is the run's own case {case_id}; "
+                "the AccessDenied control needs a different case"
+            )
+        s3 = self._client("s3", admin)
+        s3.create_bucket(Bucket=self.bucket)  # us-east-1 takes no LocationConstraint
+        for item in objects + other:
+            s3.put_object(Bucket=self.bucket, Key=item.key, Body=item.data)
+        return case_id
+
+    def _analyst_role(self, admin: tuple[str, str], admin_arn: str, case_id: str) -> str:
+        trust = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {"Effect": "Allow", "Principal": {"AWS": admin_arn}, "Action": "sts:AssumeRole"}
+            ],
+        }
+        iam = self._client("iam", admin)
+        role_arn = iam.create_role(RoleName=ROLE_NAME, AssumeRolePolicyDocument=json.dumps(trust))[
+            "Role"
+        ]["Arn"]
+        iam.put_role_policy(
+            RoleName=ROLE_NAME,
+            PolicyName="analyst-permissions",
+            PolicyDocument=json.dumps(render_permissions_policy(self.bucket, case_id)),
+        )
+        return str(role_arn)
+
+    def _write_credentials(self, assumed: dict[str, Any]) -> Path:
+        secrets_dir = (
+            self.paths.secrets
+            if self.paths.secrets.is_dir()
+            else create_secrets_dir(self.paths, self.tool)
+        )
+        creds = assumed["Credentials"]
+        text = (
+            f"[{PROFILE}]\n"
+            f"aws_access_key_id = {creds['AccessKeyId']}\n"
+            f"aws_secret_access_key = {creds['SecretAccessKey']}\n"
+            f"aws_session_token = {creds['SessionToken']}\n"
+        )
+        path = secrets_dir / CREDENTIALS_FILE
+        write_secret_file(path, text.encode("ascii"), self.tool)
+        return path
+
+    def __enter__(self) -> LocalAwsSettings:
+        self._start_moto()
+        try:
+            admin = self._bootstrap_admin()
+            self._require_enforcement()
+            self._admin = {"key": admin[0], "secret": admin[1]}
+            admin_arn = self._client("sts", admin).get_caller_identity()["Arn"]
+            case_id = self._seed(admin)
+            role_arn = self._analyst_role(admin, admin_arn, case_id)
+            session_name = f"analyst-{self.paths.run_id[:8]}"
+            assumed = self._client("sts", admin).assume_role(
+                RoleArn=role_arn, RoleSessionName=session_name
+            )
+            credentials_file = self._write_credentials(assumed)
+        except BaseException:
+            self.stop()
+            raise
+        return LocalAwsSettings(
+            endpoint_url=self._endpoint_url,
+            region=self.region,
+            bucket=self.bucket,
+            credentials_file=credentials_file,
+            profile=PROFILE,
+            expected_role_arn=role_arn,
+            expected_caller_arn=str(assumed["AssumedRoleUser"]["Arn"]),
+        )
+
+    def admin_store(self) -> CaseStore:
+        """The store as the local admin: the control that shows an object the analyst is
+        refused does exist. Local only; the cluster has no admin in the controller."""
+        if not self._admin:
+            raise LocalAwsError("the local AWS stand-in is not running; use it inside `with`")
+        admin = (self._admin["key"], self._admin["secret"])
+        return CaseStore(self._client("s3", admin), self._client("sts", admin), self.bucket)
+
+    def stop(self) -> None:
+        self._admin = {}
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()

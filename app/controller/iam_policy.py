@@ -1,0 +1,44 @@
+"""Renders the analyst's least-privilege S3 policy from the one committed template in policies/.
+
+The Pulumi program and the local moto run both call this, so the policy IAM evaluates
+locally is byte for byte the policy the stack deploys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+POLICY_TEMPLATE = Path(__file__).resolve().parents[2] / "policies" / "analyst-permissions.json"
+
+# Bucket names as S3 allows them, and case ids as the case contract allows them: both are
+# checked before they are spliced into an ARN, so no value can widen a resource pattern.
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_CASE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+
+
+def render_permissions_policy(bucket: str, case_id: str) -> dict[str, Any]:
+    """The permissions policy for one bucket and one case, as a parsed IAM document."""
+    if not _BUCKET.fullmatch(bucket):
+        raise ValueError(f"bucket name {bucket!r} is not a valid S3 bucket name")
+    if not _CASE_ID.fullmatch(case_id):
+        raise ValueError(f"case id {case_id!r} must match {_CASE_ID.pattern}")
+    text = POLICY_TEMPLATE.read_text(encoding="utf-8")
+    rendered = text.replace("<BUCKET>", bucket).replace("<CASE_ID>", case_id)
+    return json.loads(rendered)
+
+
+def pod_identity_trust_policy() -> dict[str, Any]:
+    """The trust policy that lets EKS Pod Identity assume the analyst's role."""
+    return {
+        "Version": "2012-10-17",
+        "Statement": [
+            {
+                "Effect": "Allow",
+                "Principal": {"Service": "pods.eks.amazonaws.com"},
+                "Action": ["sts:AssumeRole", "sts:TagSession"],
+            }
+        ],
+    }

@@ -1,0 +1,151 @@
+"""The run's private directories and the unprivileged identity its tool processes run as.
+
+Layout of one run, under a base directory outside any checkout (so a 0700 home directory
+never hides the worker code or a role's files from the tool's uid):
+
+    <base>/<run_id>/              0711, the controller's
+        code/analyst_worker/      the staged worker, read-only for everyone else
+        secrets/                  local mode only: the supplier key and the AWS credentials,
+                                  0750 root:<tool gid>, files 0440 (readable by an unconfined
+                                  process at the tool's uid: the control for every ENOENT/EACCES)
+        profiles/                 nono profiles, written where no role can write
+        run/                      the run directory proper: every file here is scanned for the
+                                  supplier key after the last write
+            <role>/in             the controller's, read-only for the role
+            <role>/out            the role's, owned by the tool uid
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+Role = Literal["reader", "evaluator", "writer"]
+ROLES: tuple[Role, ...] = ("reader", "evaluator", "writer")
+
+# The uid/gid a tool process runs as when the controller is root. 1000 is what the cluster's
+# containers run as, so local and cluster runs show the same numbers.
+UNPRIVILEGED_ID = 1000
+
+DEFAULT_LOCAL_BASE = Path("/var/tmp/analyst")
+WORKER_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "worker"
+WORKER_PACKAGE = "analyst_worker"
+
+
+@dataclass(frozen=True)
+class ToolIdentity:
+    """Who a tool process runs as on the host, before any namespace maps it."""
+
+    uid: int
+    gid: int
+
+    @classmethod
+    def for_this_controller(cls) -> ToolIdentity:
+        # A root controller drops its tools to an unprivileged uid; a non-root controller (the
+        # cluster's uid 1000) cannot change uid, so its tools run as itself.
+        if os.geteuid() == 0:
+            return cls(UNPRIVILEGED_ID, UNPRIVILEGED_ID)
+        return cls(os.geteuid(), os.getegid())
+
+
+@dataclass(frozen=True)
+class RoleWorkspace:
+    role: Role
+    root: Path
+
+    @property
+    def input(self) -> Path:
+        return self.root / "in"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "out"
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    run_id: str
+    top: Path
+
+    @property
+    def code(self) -> Path:
+        return self.top / "code"
+
+    @property
+    def secrets(self) -> Path:
+        return self.top / "secrets"
+
+    @property
+    def profiles(self) -> Path:
+        return self.top / "profiles"
+
+    @property
+    def run(self) -> Path:
+        return self.top / "run"
+
+    def workspace(self, role: Role) -> RoleWorkspace:
+        return RoleWorkspace(role, self.run / role)
+
+
+def new_run_id() -> str:
+    return secrets.token_hex(16)
+
+
+def _mkdir(path: Path, mode: int, owner: ToolIdentity | None = None) -> None:
+    path.mkdir(mode=mode)
+    os.chmod(path, mode)  # mkdir's mode is filtered by the umask; the layout is not
+    if owner is not None and os.geteuid() == 0:
+        os.chown(path, owner.uid, owner.gid)
+
+
+def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> RunPaths:
+    """Creates a fresh, private run tree; an existing run id is refused, never reused."""
+    base.mkdir(parents=True, exist_ok=True)
+    os.chmod(base, 0o755)
+    rid = run_id or new_run_id()
+    paths = RunPaths(rid, base / rid)
+    _mkdir(paths.top, 0o711)
+    _mkdir(paths.run, 0o755)
+    _mkdir(paths.profiles, 0o755)
+    for role in ROLES:
+        ws = paths.workspace(role)
+        _mkdir(ws.root, 0o755)
+        _mkdir(ws.input, 0o755)
+        _mkdir(ws.output, 0o700, owner=tool)
+    stage_worker(paths.code)
+    return paths
+
+
+def stage_worker(code_dir: Path) -> Path:
+    """Copies the stdlib-only worker where the tool's uid can read it, whatever the checkout's modes."""
+    target = code_dir / WORKER_PACKAGE
+    shutil.copytree(WORKER_SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for path in [code_dir, *code_dir.rglob("*")]:
+        mode = 0o755 if path.is_dir() else 0o644
+        os.chmod(path, mode)
+    return target
+
+
+def create_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
+    """The local stand-in for the pod's secret mounts: readable at the tool's uid, mounted nowhere."""
+    _mkdir(paths.secrets, 0o750)
+    if os.geteuid() == 0:
+        os.chown(paths.secrets, 0, tool.gid)
+    return paths.secrets
+
+
+def write_secret_file(path: Path, data: bytes, tool: ToolIdentity) -> None:
+    """Mode 0440, group of the tool's gid: the same shape as the pod's Secret mount."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o440)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    if os.geteuid() == 0:
+        os.chown(path, 0, tool.gid)
+    os.chmod(path, stat.S_IRUSR | stat.S_IRGRP)

@@ -1,0 +1,123 @@
+"""The controller's S3 access to the case store, the same in local and cluster mode.
+
+Only the clients differ: locally they point at the moto stand-in with the analyst's assumed
+role credentials from a file; in the cluster they use the default credential chain (Pod
+Identity) and the region from the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import boto3
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+MAX_OBJECT_BYTES = 16 * 1024 * 1024
+OK = "OK"
+
+
+class StoreError(RuntimeError):
+    """An S3 call failed for a reason other than the refusal a check expects."""
+
+
+def _code(exc: ClientError) -> str:
+    return str(exc.response.get("Error", {}).get("Code", "Unknown"))
+
+
+class CaseStore:
+    """Objects of one bucket; ``try_*`` return a refusal's error code instead of raising."""
+
+    def __init__(self, s3: Any, sts: Any, bucket: str) -> None:
+        self.s3 = s3
+        self.sts = sts
+        self.bucket = bucket
+
+    @classmethod
+    def from_session(
+        cls, session: boto3.Session, bucket: str, *, endpoint_url: str | None = None
+    ) -> CaseStore:
+        # Path-style addressing: the local endpoint is an IP address, where virtual-host
+        # style (bucket.127.0.0.1) cannot resolve; S3 accepts both.
+        config = Config(retries={"mode": "standard"}, s3={"addressing_style": "path"})
+        s3 = session.client("s3", endpoint_url=endpoint_url, config=config)
+        sts = session.client("sts", endpoint_url=endpoint_url, config=config)
+        return cls(s3, sts, bucket)
+
+    @classmethod
+    def from_environment(cls, bucket: str) -> CaseStore:
+        """Cluster mode: the default credential chain and ``AWS_REGION``, no endpoint override."""
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        if not region:
+            raise StoreError("AWS_REGION is not set; the analyst Job sets it to the stack's region")
+        return cls.from_session(boto3.Session(region_name=region), bucket)
+
+    def _where(self, key: str) -> str:
+        return f"s3://{self.bucket}/{key}"
+
+    def get(self, key: str) -> bytes:
+        try:
+            reply = self.s3.get_object(Bucket=self.bucket, Key=key)
+            if reply.get("ContentLength", 0) > MAX_OBJECT_BYTES:
+                raise StoreError(f"{self._where(key)} is over {MAX_OBJECT_BYTES} bytes; refused")
+            return reply["Body"].read()
+        except ClientError as exc:
+            raise StoreError(
+                f"cannot read {self._where(key)}: {_code(exc)}; check the object exists "
+                "and the analyst role may read it"
+            ) from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"cannot read {self._where(key)}: {exc}") from exc
+
+    def put(self, key: str, data: bytes) -> None:
+        try:
+            self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)
+        except ClientError as exc:
+            raise StoreError(
+                f"cannot write {self._where(key)}: {_code(exc)}; the analyst role may write "
+                "only under reports/<case>/"
+            ) from exc
+        except BotoCoreError as exc:
+            raise StoreError(f"cannot write {self._where(key)}: {exc}") from exc
+
+    def delete(self, key: str) -> None:
+        try:
+            self.s3.delete_object(Bucket=self.bucket, Key=key)
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"cannot delete {self._where(key)}: {exc}") from exc
+
+    def caller_identity(self) -> dict[str, str]:
+        """Account, Arn and UserId of the credentials in use (never the credentials)."""
+        try:
+            reply = self.sts.get_caller_identity()
+        except (ClientError, BotoCoreError) as exc:
+            raise StoreError(f"cannot ask STS who this controller is: {exc}") from exc
+        return {name: reply[name] for name in ("Account", "Arn", "UserId")}
+
+    def _attempt(self, operation: str, key: str, call: Any) -> str:
+        """The error code of one refused call, or "OK"; a failure to ask at all raises."""
+        try:
+            call()
+        except ClientError as exc:
+            return _code(exc)
+        except BotoCoreError as exc:
+            # No answer is not a refusal: the check must not read a dead endpoint as a denial.
+            raise StoreError(f"{operation} {self._where(key)} got no answer: {exc}") from exc
+        return OK
+
+    def try_get(self, key: str) -> str:
+        def call() -> None:
+            self.s3.get_object(Bucket=self.bucket, Key=key)["Body"].close()
+
+        return self._attempt("GetObject", key, call)
+
+    def try_put(self, key: str, data: bytes = b"probe") -> str:
+        return self._attempt(
+            "PutObject", key, lambda: self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)
+        )
+
+    def try_delete(self, key: str) -> str:
+        return self._attempt(
+            "DeleteObject", key, lambda: self.s3.delete_object(Bucket=self.bucket, Key=key)
+        )

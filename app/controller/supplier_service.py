@@ -1,0 +1,194 @@
+"""Where the supplier API is: a local server started for the run, or the cluster's Service.
+
+Locally the controller generates the run's PKI and supplier key, starts the same server code
+the cluster's supplier image runs, on loopback, and stops it when the run ends.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit
+
+from app.controller.context import SupplierEndpoint
+from app.controller.pki import generate_run_pki
+from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+LOCAL_HOST = "localhost"
+ALIAS_HOST = "supplier-api-alias.localhost"
+LOOPBACK = "127.0.0.1"
+STARTUP_TIMEOUT_SECONDS = 15.0
+STOP_TIMEOUT_SECONDS = 5.0
+SUPPLIER_KEY_FILE = "supplier-api-key"
+SERVER_KEY_FILE = "supplier-tls.key"
+
+
+class SupplierServiceError(RuntimeError):
+    """The supplier API could not be started or located; the message names the fix."""
+
+
+def _ensure_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
+    # The AWS stand-in and this service both keep secrets there; whichever starts first makes it.
+    return paths.secrets if paths.secrets.is_dir() else create_secrets_dir(paths, tool)
+
+
+def _write_public(path: Path, data: bytes) -> None:
+    path.write_bytes(data)
+    os.chmod(path, 0o644)
+
+
+class LocalSupplierService:
+    """Runs ``python -m app.supplier_api serve`` on 127.0.0.1 for the length of a ``with`` block."""
+
+    def __init__(
+        self,
+        paths: RunPaths,
+        tool: ToolIdentity,
+        case_dirs: list[Path],
+        *,
+        startup_timeout: float = STARTUP_TIMEOUT_SECONDS,
+    ) -> None:
+        if not case_dirs:
+            raise ValueError("LocalSupplierService needs at least one case folder to serve")
+        self.paths = paths
+        self.tool = tool
+        # Absolute: the server runs from the repository root, not from the caller's directory.
+        self.case_dirs = [d.resolve() for d in case_dirs]
+        self.startup_timeout = startup_timeout
+        # The server's own files: its log, its stderr and its ready file; no role mounts them.
+        self.state_dir = paths.top / "supplier"
+        self.log_file = self.state_dir / "requests.jsonl"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr_file = self.state_dir / "stderr.log"
+
+    def _provision(self) -> tuple[Path, Path, Path, Path]:
+        """Writes the PKI and the key: public certificates 0644, private material as secrets."""
+        secrets_dir = _ensure_secrets_dir(self.paths, self.tool)
+        pki_dir = self.paths.top / "pki"
+        pki_dir.mkdir(mode=0o755)
+        os.chmod(pki_dir, 0o755)
+        self.state_dir.mkdir(mode=0o700)
+        pki = generate_run_pki()
+        ca_file, cert_file = pki_dir / "ca.crt", pki_dir / "server.crt"
+        _write_public(ca_file, pki.ca_cert_pem)
+        _write_public(cert_file, pki.server_cert_pem)
+        server_key_file = secrets_dir / SERVER_KEY_FILE
+        write_secret_file(server_key_file, pki.server_key_pem, self.tool)
+        key_file = secrets_dir / SUPPLIER_KEY_FILE
+        write_secret_file(key_file, secrets.token_urlsafe(32).encode("ascii"), self.tool)
+        return ca_file, cert_file, server_key_file, key_file
+
+    def _command(self, cert: Path, server_key: Path, key_file: Path, ready: Path) -> list[str]:
+        command = [sys.executable, "-m", "app.supplier_api", "serve"]
+        for case_dir in self.case_dirs:
+            command += ["--case-dir", str(case_dir)]
+        command += [
+            "--key-file", str(key_file),
+            "--cert", str(cert),
+            "--key", str(server_key),
+            "--host", LOOPBACK,
+            "--port", "0",
+            "--log", str(self.log_file),
+            "--ready-file", str(ready),
+        ]  # fmt: skip
+        return command
+
+    def _wait_ready(self, ready: Path) -> int:
+        assert self._process is not None
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if ready.exists():
+                return int(ready.read_text(encoding="ascii"))
+            if self._process.poll() is not None:
+                break
+            time.sleep(0.05)
+        self.stop()
+        stderr = self._stderr_file.read_text(encoding="utf-8", errors="replace").strip()
+        raise SupplierServiceError(
+            f"the local supplier API did not start within {self.startup_timeout:.0f}s "
+            f"(stderr: {stderr or 'empty'}); check the case folders and that port binding "
+            "on 127.0.0.1 is allowed"
+        )
+
+    def __enter__(self) -> SupplierEndpoint:
+        ca_file, cert, server_key, key_file = self._provision()
+        ready = self.state_dir / "ready"
+        # A clean environment: the server needs no AWS variable and no proxy setting.
+        env = {"PATH": os.defpath, "PYTHONPATH": str(REPO_ROOT), "LC_ALL": "C.UTF-8"}
+        with self._stderr_file.open("wb") as stderr:
+            self._process = subprocess.Popen(
+                self._command(cert, server_key, key_file, ready),
+                cwd=REPO_ROOT,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        port = self._wait_ready(ready)
+        return SupplierEndpoint(
+            url=f"https://{LOCAL_HOST}:{port}",
+            alias_url=f"https://{ALIAS_HOST}:{port}",
+            address=LOOPBACK,
+            port=port,
+            ca_file=ca_file,
+            key_file=key_file,
+        )
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is None or process.poll() is not None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def supplier_endpoint_from_env(env: Mapping[str, str] = os.environ) -> SupplierEndpoint:
+    """The cluster's supplier API, from the Job's environment; the host is resolved once here."""
+    names = ("SUPPLIER_API_URL", "SUPPLIER_API_ALIAS_URL", "SUPPLIER_CA_FILE", "SUPPLIER_KEY_FILE")
+    missing = [name for name in names if not env.get(name)]
+    if missing:
+        raise SupplierServiceError(
+            f"{', '.join(missing)} not set; the analyst Job sets them from the supplier Service"
+        )
+    url, alias_url = env["SUPPLIER_API_URL"], env["SUPPLIER_API_ALIAS_URL"]
+    for name, value in (("SUPPLIER_API_URL", url), ("SUPPLIER_API_ALIAS_URL", alias_url)):
+        parts = urlsplit(value)
+        if parts.scheme != "https" or not parts.hostname:
+            raise SupplierServiceError(f"{name}={value!r} must be an https://host[:port] URL")
+    parts = urlsplit(url)
+    port = parts.port or 443
+    try:
+        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise SupplierServiceError(
+            f"cannot resolve the supplier API host {parts.hostname}: {exc}; "
+            "check the supplier Service exists in this namespace"
+        ) from exc
+    return SupplierEndpoint(
+        url=url,
+        alias_url=alias_url,
+        address=str(infos[0][4][0]),
+        port=port,
+        ca_file=Path(env["SUPPLIER_CA_FILE"]),
+        key_file=Path(env["SUPPLIER_KEY_FILE"]),
+    )

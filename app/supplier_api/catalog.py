@@ -1,0 +1,71 @@
+"""The cases the server is seeded with, and the availability it serves for each."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.supplier_api.ids import ID_PATTERN, is_valid_id
+
+AVAILABILITY_FILE = "supplier-availability.json"
+
+
+class CatalogError(ValueError):
+    """A seeded case folder cannot be served; the message names the folder and the fix."""
+
+
+@dataclass(frozen=True)
+class SeededCase:
+    case_id: str
+    supplier_ids: tuple[str, ...]
+    availability: dict[str, bool]
+
+
+def _read_json(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        hint = "pass a case folder as --case-dir"
+        raise CatalogError(f"cannot read {path}: {exc}; {hint}") from exc
+
+
+def load_case(case_dir: Path) -> SeededCase:
+    """Reads one case folder; availability defaults to every supplier of the case."""
+    doc = _read_json(case_dir / "case.json")
+    if not isinstance(doc, dict):
+        raise CatalogError(f"{case_dir}/case.json must hold a JSON object")
+    case_id = doc.get("case_id")
+    if not is_valid_id(case_id):
+        raise CatalogError(f"{case_dir}/case.json: case_id must match {ID_PATTERN.pattern}")
+    suppliers = doc.get("suppliers")
+    if not isinstance(suppliers, list) or not suppliers:
+        raise CatalogError(f"{case_dir}/case.json: suppliers must be a non-empty list")
+    ids = tuple(s.get("id") if isinstance(s, dict) else None for s in suppliers)
+    if not all(is_valid_id(i) for i in ids) or len(set(ids)) != len(ids):
+        raise CatalogError(
+            f"{case_dir}/case.json: every supplier id must be unique and match {ID_PATTERN.pattern}"
+        )
+    availability = {i: True for i in ids}
+    override = case_dir / AVAILABILITY_FILE
+    if override.exists():
+        served = _read_json(override)
+        if not isinstance(served, dict) or not all(
+            is_valid_id(k) and isinstance(v, bool) for k, v in served.items()
+        ):
+            raise CatalogError(
+                f'{override} must map supplier ids to true or false, e.g. {{"{ids[0]}": true}}'
+            )
+        availability = dict(served)
+    return SeededCase(case_id, ids, availability)  # type: ignore[arg-type]
+
+
+def load_catalog(case_dirs: list[Path]) -> dict[str, SeededCase]:
+    """All seeded cases by id; the same case seeded twice is refused rather than shadowed."""
+    catalog: dict[str, SeededCase] = {}
+    for case_dir in case_dirs:
+        case = load_case(case_dir)
+        if case.case_id in catalog:
+            raise CatalogError(f"case {case.case_id} is seeded twice; pass each --case-dir once")
+        catalog[case.case_id] = case
+    return catalog

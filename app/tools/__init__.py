@@ -1,0 +1,1 @@
+"""The confinement layers and the worker program they start."""

@@ -1,0 +1,1 @@
+"""The bubblewrap layer: a bwrap argument vector per role plus seccomp filters compiled here."""

@@ -1,0 +1,1 @@
+"""The nono layer: per-role profiles, turned into nono-py capability sets and proxies."""

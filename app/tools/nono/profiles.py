@@ -1,0 +1,177 @@
+"""The nono profile generator: one pure function renders every role's profile from run values.
+
+The same function renders the committed files under policies/nono/ (with placeholders for
+every value that differs between machines and runs) and the live profile of a run (with the
+run's values), so `fill(committed, run values) == live` is a complete comparison.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from app.controller.runtime import ROLES, Role
+
+PROFILE_VERSION = "1.0.0"
+COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "nono"
+
+# What the system interpreter needs: on a merged-/usr system /usr holds python3, its standard
+# library, libc and the dynamic loader (/lib and /lib64 are symlinks into it). Measured: the
+# worker starts and runs every action with nothing else readable.
+SYSTEM_READ = ("/usr",)
+
+# The variables a role keeps, with values the controller sets (never copied from its own
+# environment). Online roles also keep the per-run digest key, for the credential comparison.
+BASE_VARIABLES = ("PATH", "LANG", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"
+
+CREDENTIAL_NAME = "supplier"
+CREDENTIAL_ENV_VAR = "SUPPLIER_API_KEY"
+CREDENTIAL_HEADER = "X-Api-Key"
+
+PURCHASE_ORDER = ("POST", "/purchase-orders")
+
+
+@dataclass(frozen=True)
+class ProfileValues:
+    """Everything in a profile that differs between runs or machines, as strings."""
+
+    run_dir: str  # the run directory proper: <run_dir>/<role>/{in,out}
+    code_dir: str  # the staged worker code
+    key_file: str  # the real supplier key, read by the proxy only
+    ca_file: str  # the CA the proxy trusts for the supplier
+    supplier_host: str  # the approved name:port
+    case_id: str
+
+    @classmethod
+    def placeholders(cls) -> ProfileValues:
+        """The values the committed files carry, identical on every machine and in the cluster."""
+        return cls(**{f.name: PLACEHOLDERS[f.name] for f in fields(cls)})
+
+
+PLACEHOLDERS: dict[str, str] = {
+    "run_dir": "<RUN>",
+    "code_dir": "<CODE>",
+    "key_file": "<SUPPLIER_KEY_FILE>",
+    "ca_file": "<SUPPLIER_CA_FILE>",
+    "supplier_host": "<SUPPLIER_HOST>",
+    "case_id": "<CASE>",
+}
+_PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
+
+
+@dataclass(frozen=True)
+class Widening:
+    """Deliberate holes, for the tests that show each boundary check can fail. Never shipped."""
+
+    reader_reads_key_file: bool = False
+    evaluator_network: bool = False
+    writer_purchase_orders: bool = False
+    inherit_environment: bool = False
+
+
+NO_WIDENING = Widening()
+
+
+def endpoint_rules(role: Role, case_id: str) -> list[tuple[str, str]]:
+    """The HTTP method and path pairs the role's proxy forwards; empty for the offline role."""
+    if role == "evaluator":
+        return []
+    rules = [("GET", f"/cases/{case_id}/suppliers")]
+    if role == "writer":
+        rules.append(("POST", f"/cases/{case_id}/recommendations"))
+    return rules
+
+
+def generate_profile(
+    role: Role, values: ProfileValues, widening: Widening = NO_WIDENING
+) -> dict[str, Any]:
+    """The role's profile: what it reads, the one directory it writes, the variables it keeps,
+    and either no network or one host through a credential-holding proxy."""
+    workspace = f"{values.run_dir}/{role}"
+    read = [*SYSTEM_READ, values.code_dir, f"{workspace}/in"]
+    if widening.reader_reads_key_file and role == "reader":
+        read.append(values.key_file)
+    rules = endpoint_rules(role, values.case_id)
+    if widening.writer_purchase_orders and role == "writer":
+        rules.append(PURCHASE_ORDER)
+
+    variables = list(BASE_VARIABLES)
+    if rules:
+        variables.append(DIGEST_KEY_VARIABLE)
+    environment: dict[str, Any] = {"allow_vars": variables}
+    if widening.inherit_environment:
+        environment["inherit"] = True
+
+    network: dict[str, Any]
+    if rules:
+        network = {
+            "allow_domain": [values.supplier_host],
+            "custom_credentials": {
+                CREDENTIAL_NAME: {
+                    "upstream": f"https://{values.supplier_host}",
+                    "credential_key": f"file://{values.key_file}",
+                    "env_var": CREDENTIAL_ENV_VAR,
+                    "inject_header": CREDENTIAL_HEADER,
+                    "credential_format": "{}",
+                    "tls_ca": values.ca_file,
+                    "endpoint_policy": {
+                        "default": {"decision": "deny"},
+                        "allow": [{"method": m, "path": p} for m, p in rules],
+                    },
+                }
+            },
+        }
+    elif widening.evaluator_network:
+        network = {}
+    else:
+        network = {"block": True}
+
+    return {
+        "meta": {"name": f"analyst-{role}", "version": PROFILE_VERSION},
+        "workdir": {"access": "none"},
+        "filesystem": {"read": read, "allow": [f"{workspace}/out"]},
+        "environment": environment,
+        "network": network,
+    }
+
+
+def committed_profiles(widening: Widening = NO_WIDENING) -> dict[Role, dict[str, Any]]:
+    """The profiles as committed: every run- and machine-specific value is a placeholder."""
+    values = ProfileValues.placeholders()
+    return {role: generate_profile(role, values, widening) for role in ROLES}
+
+
+def fill(profile: Any, values: ProfileValues) -> Any:
+    """A copy of a committed profile with each placeholder replaced by this run's value."""
+    by_placeholder = {PLACEHOLDERS[f.name]: getattr(values, f.name) for f in fields(values)}
+    if isinstance(profile, str):
+        return _PLACEHOLDER.sub(lambda m: by_placeholder[m.group(0)], profile)
+    if isinstance(profile, list):
+        return [fill(item, values) for item in profile]
+    if isinstance(profile, dict):
+        return {key: fill(item, values) for key, item in profile.items()}
+    return copy.deepcopy(profile)
+
+
+def differences(observed: Any, expected: Any, where: str = "") -> list[str]:
+    """The dotted paths at which two profiles differ; empty when they are equal."""
+    if isinstance(observed, dict) and isinstance(expected, dict):
+        found: list[str] = []
+        for key in sorted(set(observed) | set(expected), key=str):
+            at = f"{where}.{key}" if where else str(key)
+            if key not in observed or key not in expected:
+                found.append(at)
+            else:
+                found.extend(differences(observed[key], expected[key], at))
+        return found
+    return [] if observed == expected else [where or "(whole profile)"]
+
+
+def to_json(profile: dict[str, Any]) -> str:
+    """The one serialisation used for committed and live files, so equal profiles are equal bytes."""
+    return json.dumps(profile, indent=2) + "\n"

@@ -1,0 +1,89 @@
+"""The roles' real work: read the case, compare offline from staged facts, write the draft.
+
+The evaluator's comparison is written here again, apart from the controller's, on purpose:
+the controller checks that the confined process and its own code reach the same answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .protocol import Result, ok
+
+
+def _write_new(path: Path, data: bytes) -> str:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    return hashlib.sha256(data).hexdigest()
+
+
+def read_case(args: list[str]) -> Result:
+    """Reader: reads its assigned case document and reports what it holds."""
+    (path,) = args
+    data = Path(path).read_bytes()
+    case = json.loads(data)
+    return ok(
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        case_id=case["case_id"],
+        supplier_ids=[entry["id"] for entry in case["suppliers"]],
+    )
+
+
+def _eligible(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> list[str]:
+    """The requirements a supplier misses; empty means eligible."""
+    misses = []
+    if supplier["price_usd"] > req["max_price_usd"]:
+        misses.append("price")
+    if supplier["delivery_days"] > req["max_delivery_days"]:
+        misses.append("delivery")
+    if supplier["warranty_months"] < req["min_warranty_months"]:
+        misses.append("warranty")
+    if not available:
+        misses.append("availability")
+    return misses
+
+
+def evaluate(args: list[str]) -> Result:
+    """Evaluator: the offline comparison, from the facts file alone, written to its output."""
+    facts_path, out_path = args
+    facts = json.loads(Path(facts_path).read_bytes())
+    req = facts["requirements"]
+    rows = []
+    for supplier in facts["suppliers"]:
+        misses = _eligible(supplier, req, facts["availability"][supplier["id"]])
+        rows.append({"id": supplier["id"], "eligible": not misses, "misses": misses})
+    eligible = [s for s, row in zip(facts["suppliers"], rows, strict=True) if row["eligible"]]
+    eligible.sort(key=lambda s: (s["price_usd"], s["delivery_days"], s["id"]))
+    winner = eligible[0]["id"] if eligible else None
+    comparison = {"case_id": facts["case_id"], "winner": winner, "suppliers": rows}
+    data = (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    digest = _write_new(Path(out_path), data)
+    return ok(comparison=comparison, sha256=digest)
+
+
+def write_draft(args: list[str]) -> Result:
+    """Writer: saves the comparison and a draft recommendation in its own output directory."""
+    in_dir, out_dir = (Path(a) for a in args)
+    comparison_bytes = (in_dir / "comparison.json").read_bytes()
+    comparison = json.loads(comparison_bytes)
+    private = json.loads((in_dir / "private.json").read_bytes())
+    draft = (
+        f"Draft recommendation {private['draft_reference']} for case {comparison['case_id']}: "
+        f"award to {comparison['winner']}.\n"
+    ).encode()
+    return ok(
+        comparison_sha256=_write_new(out_dir / "comparison.json", comparison_bytes),
+        draft_sha256=_write_new(out_dir / "draft.txt", draft),
+        winner=comparison["winner"],
+    )
+
+
+ACTIONS = {"read-case": read_case, "evaluate": evaluate, "write-draft": write_draft}

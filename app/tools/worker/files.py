@@ -1,0 +1,53 @@
+"""File probes: each performs one open and reports its errno, or the file's identity."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from .protocol import Result, ok, refused
+
+
+def open_read(args: list[str]) -> Result:
+    """Opens a path for reading; on success reports device, inode and SHA-256 of its bytes."""
+    (path,) = args
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as error:
+        return refused(error, path=path)
+    try:
+        st = os.fstat(fd)
+        digest = hashlib.sha256()
+        while chunk := os.read(fd, 1 << 16):
+            digest.update(chunk)
+    finally:
+        os.close(fd)
+    return ok(path=path, device=st.st_dev, inode=st.st_ino, sha256=digest.hexdigest())
+
+
+def open_write(args: list[str]) -> Result:
+    """Opens a path for writing without truncating or writing a byte: only the open is tested."""
+    (path,) = args
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    except OSError as error:
+        return refused(error, path=path)
+    os.close(fd)
+    return ok(path=path)
+
+
+def create_file(args: list[str]) -> Result:
+    """Creates a new file with the given text; reports the errno of the create."""
+    path, text = args
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+    except OSError as error:
+        return refused(error, path=path)
+    try:
+        os.write(fd, text.encode("utf-8"))
+    finally:
+        os.close(fd)
+    return ok(path=path, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+
+
+ACTIONS = {"open-read": open_read, "open-write": open_write, "create-file": create_file}

@@ -1,0 +1,32 @@
+"""Network probes: the interfaces a process has, and one connect to one address."""
+
+from __future__ import annotations
+
+import socket
+
+from .protocol import Result, ok, refused
+
+
+def interfaces(args: list[str]) -> Result:
+    """Lists the network interfaces this process's network namespace holds."""
+    return ok(interfaces=sorted(name for _, name in socket.if_nameindex()))
+
+
+def tcp_connect(args: list[str]) -> Result:
+    """One TCP connect to an address and port; reports its errno. Nothing is sent."""
+    address, port = args[0], int(args[1])
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.settimeout(10)
+    try:
+        sock.connect((address, port))
+    except OSError as error:
+        if error.errno is None:  # a timeout is not a kernel refusal: let it fail the run
+            raise
+        return refused(error, address=address, port=port)
+    finally:
+        sock.close()
+    return ok(address=address, port=port)
+
+
+ACTIONS = {"interfaces": interfaces, "tcp-connect": tcp_connect}

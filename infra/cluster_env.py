@@ -1,0 +1,68 @@
+"""The environment contract between the analyst Job and the controller in cluster mode.
+
+One module names every variable the Job sets and every path it mounts, so the controller's
+cluster-mode settings can be matched against it (or import it) rather than retyped.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Variable names the controller reads in the Job.
+MODE: Final = "ANALYST_MODE"
+BUCKET: Final = "ANALYST_BUCKET"
+REGION: Final = "AWS_REGION"
+MODEL_ID: Final = "ANALYST_MODEL_ID"
+SUPPLIER_API_URL: Final = "SUPPLIER_API_URL"
+SUPPLIER_API_ALIAS_URL: Final = "SUPPLIER_API_ALIAS_URL"
+SUPPLIER_KEY_FILE: Final = "SUPPLIER_KEY_FILE"
+SUPPLIER_CA_FILE: Final = "SUPPLIER_CA_FILE"
+
+# The value of ANALYST_MODE that selects S3, Bedrock and the in-cluster supplier API.
+CLUSTER_MODE: Final = "cluster"
+
+# Where the image keeps the application and its sample cases.
+APP_DIR: Final = "/opt/analyst"
+CASES_DIR: Final = f"{APP_DIR}/cases"
+
+# Mount points of the supplier's key, its TLS pair and the CA that signed it.
+SUPPLIER_KEY_DIR: Final = "/opt/supplier-key"
+SUPPLIER_TLS_DIR: Final = "/opt/supplier-tls"
+SUPPLIER_CA_DIR: Final = "/opt/supplier-ca"
+# The Kubernetes objects those mounts come from, and the item each holds.
+SUPPLIER_KEY_SECRET: Final = "supplier-key"
+SUPPLIER_TLS_SECRET: Final = "supplier-tls"
+SUPPLIER_CA_CONFIGMAP: Final = "supplier-ca"
+SUPPLIER_KEY_ITEM: Final = "api-key"
+SUPPLIER_CA_ITEM: Final = "ca.crt"
+
+# The controller's private run directory; a writable emptyDir under a read-only root.
+RUN_DIR: Final = "/var/lib/analyst"
+
+SUPPLIER_PORT: Final = 8443
+SUPPLIER_SERVICE: Final = "supplier-api"
+SUPPLIER_ALIAS_SERVICE: Final = "supplier-api-alias"
+
+
+def service_host(service: str, namespace: str) -> str:
+    """The cluster DNS name of a Service."""
+    return f"{service}.{namespace}.svc.cluster.local"
+
+
+def supplier_url(service: str, namespace: str) -> str:
+    """The HTTPS URL the controller uses for one of the supplier API's two names."""
+    return f"https://{service_host(service, namespace)}:{SUPPLIER_PORT}"
+
+
+def job_env(*, namespace: str, bucket: str, region: str, model_id: str) -> dict[str, str]:
+    """Every variable the analyst container gets, by name."""
+    return {
+        MODE: CLUSTER_MODE,
+        BUCKET: bucket,
+        REGION: region,
+        MODEL_ID: model_id,
+        SUPPLIER_API_URL: supplier_url(SUPPLIER_SERVICE, namespace),
+        SUPPLIER_API_ALIAS_URL: supplier_url(SUPPLIER_ALIAS_SERVICE, namespace),
+        SUPPLIER_KEY_FILE: f"{SUPPLIER_KEY_DIR}/{SUPPLIER_KEY_ITEM}",
+        SUPPLIER_CA_FILE: f"{SUPPLIER_CA_DIR}/{SUPPLIER_CA_ITEM}",
+    }

@@ -1,0 +1,1 @@
+"""ComponentResources of the procurement analyst stack, one concern each."""

@@ -1,0 +1,81 @@
+"""Identity: the analyst's IAM role, its two inline policies, and its Pod Identity association."""
+
+from __future__ import annotations
+
+import json
+
+import pulumi
+import pulumi_aws as aws
+
+from app.controller.iam_policy import pod_identity_trust_policy, render_permissions_policy
+
+from ..bedrock_policy import bedrock_invoke_policy
+from ..config import StackConfig
+
+
+class AnalystIdentity(pulumi.ComponentResource):
+    """The AWS identity the analyst's pod gets through EKS Pod Identity."""
+
+    role_arn: pulumi.Output[str]
+    association_id: pulumi.Output[str]
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        aws_provider: aws.Provider,
+        *,
+        bucket_name: pulumi.Input[str],
+        cluster_name: pulumi.Input[str],
+        service_account: str,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("analyst:identity:AnalystIdentity", name, None, opts)
+        self._opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=json.dumps(pod_identity_trust_policy()),
+            description=f"Procurement analyst ({pulumi.get_stack()}): S3 case access and one Bedrock model",
+            opts=self._opts,
+        )
+        self._attach_storage_policy(name, role, bucket_name, config.case_id)
+        self._attach_model_policy(name, role, config, aws_provider)
+        association = aws.eks.PodIdentityAssociation(
+            f"{name}-pod-identity",
+            cluster_name=cluster_name,
+            namespace=config.namespace,
+            service_account=service_account,
+            role_arn=role.arn,
+            opts=self._opts,
+        )
+        self.role_arn = role.arn
+        self.association_id = association.association_id
+        self.register_outputs({"role_arn": self.role_arn, "association_id": self.association_id})
+
+    def _attach_storage_policy(
+        self, name: str, role: aws.iam.Role, bucket_name: pulumi.Input[str], case_id: str
+    ) -> None:
+        # The same renderer the local run evaluates against moto, so the policy tested there
+        # is the policy deployed here. It needs the concrete bucket name, hence the apply.
+        document = pulumi.Output.from_input(bucket_name).apply(
+            lambda bucket: json.dumps(render_permissions_policy(bucket, case_id))
+        )
+        aws.iam.RolePolicy(f"{name}-s3", role=role.id, policy=document, opts=self._opts)
+
+    def _attach_model_policy(
+        self, name: str, role: aws.iam.Role, config: StackConfig, aws_provider: aws.Provider
+    ) -> None:
+        invoke_opts = pulumi.InvokeOutputOptions(parent=self, provider=aws_provider)
+        account = aws.get_caller_identity_output(opts=invoke_opts)
+        partition = aws.get_partition_output(opts=invoke_opts)
+        document = pulumi.Output.all(account.account_id, partition.partition).apply(
+            lambda values: json.dumps(
+                bedrock_invoke_policy(
+                    model_id=config.model_id,
+                    region=config.region,
+                    account_id=values[0],
+                    partition=values[1],
+                )
+            )
+        )
+        aws.iam.RolePolicy(f"{name}-bedrock", role=role.id, policy=document, opts=self._opts)

@@ -1,0 +1,126 @@
+"""Storage: the case bucket, locked down, and the case, its proposals and one other case's object."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pulumi
+import pulumi_aws as aws
+
+from ..config import CASES_DIR, BucketOnDestroy, StackConfig
+
+# The case whose object the analyst must NOT be able to read (the AccessDenied control).
+OTHER_CASE = "rfp-other"
+
+
+@dataclass(frozen=True)
+class SeedObject:
+    """One file of the repository's case folders and the store key it is uploaded to."""
+
+    key: str
+    source: Path
+
+
+def seed_objects(case_id: str, cases_dir: Path = CASES_DIR) -> list[SeedObject]:
+    """The case document, each of its proposals, and the other case's document, by store key."""
+    case_dir = cases_dir / case_id
+    objects = [SeedObject(f"cases/{case_id}/case.json", case_dir / "case.json")]
+    objects += [
+        SeedObject(f"proposals/{case_id}/{proposal.name}", proposal)
+        for proposal in sorted((case_dir / "proposals").glob("*.json"))
+    ]
+    if case_id != OTHER_CASE:
+        objects.append(
+            SeedObject(f"cases/{OTHER_CASE}/case.json", cases_dir / OTHER_CASE / "case.json")
+        )
+    return objects
+
+
+class CaseStore(pulumi.ComponentResource):
+    """The S3 bucket the analyst reads its case from and writes its reports to."""
+
+    bucket_name: pulumi.Output[str]
+    bucket_arn: pulumi.Output[str]
+    report_prefix: str
+
+    def __init__(
+        self,
+        name: str,
+        config: StackConfig,
+        aws_provider: aws.Provider,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("analyst:storage:CaseStore", name, None, opts)
+        self._opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
+        bucket = self._create_bucket(name, config)
+        self._lock_down(name, bucket, config)
+        self._seed(name, bucket, config.case_id)
+        self.bucket_name = bucket.bucket
+        self.bucket_arn = bucket.arn
+        self.report_prefix = f"reports/{config.case_id}/"
+        self.register_outputs(
+            {
+                "bucket_name": self.bucket_name,
+                "bucket_arn": self.bucket_arn,
+                "report_prefix": self.report_prefix,
+            }
+        )
+
+    def _create_bucket(self, name: str, config: StackConfig) -> aws.s3.Bucket:
+        retain = config.bucket_on_destroy is BucketOnDestroy.RETAIN
+        return aws.s3.Bucket(
+            f"{name}-bucket",
+            bucket_prefix="procurement-analyst-",
+            force_destroy=not retain,
+            # Retained: `pulumi destroy` forgets the bucket and leaves it, reports and all.
+            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(retain_on_delete=retain)),
+        )
+
+    def _lock_down(self, name: str, bucket: aws.s3.Bucket, config: StackConfig) -> None:
+        aws.s3.BucketPublicAccessBlock(
+            f"{name}-public-access",
+            bucket=bucket.id,
+            block_public_acls=True,
+            block_public_policy=True,
+            ignore_public_acls=True,
+            restrict_public_buckets=True,
+            opts=self._opts,
+        )
+        aws.s3.BucketOwnershipControls(
+            f"{name}-ownership",
+            bucket=bucket.id,
+            rule={"object_ownership": "BucketOwnerEnforced"},
+            opts=self._opts,
+        )
+        aws.s3.BucketServerSideEncryptionConfiguration(
+            f"{name}-encryption",
+            bucket=bucket.id,
+            rules=[
+                {
+                    "apply_server_side_encryption_by_default": {"sse_algorithm": "AES256"},
+                    "bucket_key_enabled": True,
+                }
+            ],
+            opts=self._opts,
+        )
+        if config.bucket_versioning:
+            # Turning it off later deletes this resource, which suspends versioning (S3 cannot
+            # un-version a bucket); the versions already kept stay.
+            aws.s3.BucketVersioning(
+                f"{name}-versioning",
+                bucket=bucket.id,
+                versioning_configuration={"status": "Enabled"},
+                opts=self._opts,
+            )
+
+    def _seed(self, name: str, bucket: aws.s3.Bucket, case_id: str) -> None:
+        for seed in seed_objects(case_id):
+            aws.s3.BucketObjectv2(
+                f"{name}-{seed.key.replace('/', '-').removesuffix('.json')}",
+                bucket=bucket.id,
+                key=seed.key,
+                source=pulumi.FileAsset(str(seed.source)),
+                content_type="application/json",
+                opts=self._opts,
+            )

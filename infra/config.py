@@ -1,0 +1,207 @@
+"""The stack's typed configuration: one pydantic model, read from `pulumi.Config` and validated.
+
+Every key has its default here; `Pulumi.yaml` describes each key and repeats the same default
+so the CLI shows it, and a test fails when the two disagree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+CASES_DIR = REPO_ROOT / "cases"
+
+# The project name from Pulumi.yaml: config keys live in this namespace.
+PROJECT = "procurement-analyst"
+
+# The lowest Kubernetes minor version whose EKS Auto Mode clusters offer the isolated-sandbox
+# RuntimeClass the analyst's pods require.
+MIN_KUBERNETES = (1, 36)
+
+_CASE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
+# A DNS-1123 label, short enough that `analyst-<layer>-<trigger>` stays a valid Job name.
+_RUN_TRIGGER = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+# Bedrock model and inference-profile ids, e.g. `global.anthropic.claude-sonnet-4-5-...-v1:0`.
+_MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9.-]{2,126}(:[0-9]+)?$")
+
+
+class Layer(StrEnum):
+    """A confinement layer the controller can run its tool processes under."""
+
+    BUBBLEWRAP = "bubblewrap"
+    NONO = "nono"
+
+
+class ClusterMode(StrEnum):
+    """Whether the stack uses a cluster it is given or creates its own."""
+
+    EXISTING = "existing"
+    CREATE = "create"
+
+
+class ImageMode(StrEnum):
+    """Whether the stack builds the two images into ECR or is handed prebuilt references."""
+
+    BUILD = "build"
+    PREBUILT = "prebuilt"
+
+
+class BucketOnDestroy(StrEnum):
+    """What `pulumi destroy` does with the case bucket."""
+
+    RETAIN = "retain"
+    FORCE_DESTROY = "force-destroy"
+
+
+class StackConfig(BaseModel):
+    """Every setting a stack can choose, with its default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    region: str = "us-west-2"
+    cluster_mode: ClusterMode = Field(ClusterMode.EXISTING, alias="clusterMode")
+    cluster_name: str = Field("procurement-analyst", alias="clusterName", min_length=1)
+    kubernetes_version: str = Field("1.36", alias="kubernetesVersion")
+    namespace: str = Field("procurement-analyst", max_length=63)
+    case_id: str = Field("rfp-001", alias="caseId")
+    model_id: str = Field(
+        "global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId"
+    )
+    layers: tuple[Layer, ...] = (Layer.BUBBLEWRAP, Layer.NONO)
+    image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
+    analyst_image: str = Field("", alias="analystImage")
+    supplier_image: str = Field("", alias="supplierImage")
+    bucket_on_destroy: BucketOnDestroy = Field(BucketOnDestroy.RETAIN, alias="bucketOnDestroy")
+    bucket_versioning: bool = Field(True, alias="bucketVersioning")
+    run_trigger: str = Field("1", alias="runTrigger")
+
+    @field_validator("region")
+    @classmethod
+    def _region(cls, value: str) -> str:
+        if not _REGION.fullmatch(value):
+            raise ValueError(f"must be an AWS Region name such as us-west-2, matching {_REGION.pattern}")
+        return value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str) -> str:
+        if not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", value):
+            raise ValueError("must be a DNS-1123 label: lower-case letters, digits and '-'")
+        return value
+
+    @field_validator("case_id")
+    @classmethod
+    def _case_id(cls, value: str) -> str:
+        if not _CASE_ID.fullmatch(value):
+            raise ValueError(f"must match {_CASE_ID.pattern}")
+        if not (CASES_DIR / value / "case.json").is_file():
+            known = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
+            raise ValueError(f"has no folder cases/{value}/case.json; allowed: {', '.join(known)}")
+        return value
+
+    @field_validator("model_id")
+    @classmethod
+    def _model_id(cls, value: str) -> str:
+        if not _MODEL_ID.fullmatch(value):
+            raise ValueError(f"must be a Bedrock model or inference profile id matching {_MODEL_ID.pattern}")
+        return value
+
+    @field_validator("kubernetes_version")
+    @classmethod
+    def _kubernetes_version(cls, value: str) -> str:
+        match = re.fullmatch(r"(\d+)\.(\d+)", value)
+        if not match or (int(match[1]), int(match[2])) < MIN_KUBERNETES:
+            floor = ".".join(map(str, MIN_KUBERNETES))
+            raise ValueError(f"must be a MAJOR.MINOR version of at least {floor}")
+        return value
+
+    @field_validator("layers")
+    @classmethod
+    def _layers(cls, value: tuple[Layer, ...]) -> tuple[Layer, ...]:
+        if not value or len(set(value)) != len(value):
+            allowed = ", ".join(layer.value for layer in Layer)
+            raise ValueError(f"must name each of {allowed} at most once, and at least one")
+        return value
+
+    @field_validator("run_trigger")
+    @classmethod
+    def _run_trigger(cls, value: str) -> str:
+        if not _RUN_TRIGGER.fullmatch(value):
+            raise ValueError(f"must match {_RUN_TRIGGER.pattern}: it becomes part of the Job name")
+        return value
+
+    @model_validator(mode="after")
+    def _prebuilt_images(self) -> StackConfig:
+        if self.image_mode is ImageMode.PREBUILT:
+            missing = [
+                alias
+                for alias, value in (("analystImage", self.analyst_image), ("supplierImage", self.supplier_image))
+                if not value
+            ]
+            if missing:
+                raise ValueError(f"imageMode prebuilt needs {' and '.join(missing)} set to an image reference")
+        return self
+
+
+class ConfigError(Exception):
+    """A stack config value is invalid; the message names the key and what it accepts."""
+
+
+def _describe(error: dict[str, Any]) -> str:
+    loc = error["loc"]
+    if not loc:
+        # A cross-key rule (see _prebuilt_images): its message names the keys itself.
+        return f"{PROJECT}: {error['msg'].removeprefix('Value error, ')}"
+    # Values arrive under their config keys (the aliases), so loc[0] is the key as set.
+    key = str(loc[0]) + "".join(f"[{part}]" for part in loc[1:])
+    if error["type"] == "enum":
+        message = f"allowed values are {error['ctx']['expected']}"
+    elif error["type"] == "extra_forbidden":
+        message = f"unknown key; known keys are {', '.join(config_keys().values())}"
+    else:
+        message = error["msg"].removeprefix("Value error, ")
+    return f"{PROJECT}:{key}: {message} (got {error.get('input')!r})"
+
+
+def parse_config(raw: dict[str, Any]) -> StackConfig:
+    """Validate raw config values, raising ConfigError with one line per bad key."""
+    try:
+        return StackConfig.model_validate(raw)
+    except ValidationError as exc:
+        lines = [_describe(error) for error in exc.errors()]
+        raise ConfigError("invalid stack configuration:\n  " + "\n  ".join(lines)) from None
+
+
+def config_keys() -> dict[str, str]:
+    """Config key (as set with `pulumi config set`) for every field of the model."""
+    return {name: info.alias or name for name, info in StackConfig.model_fields.items()}
+
+
+def load_config() -> StackConfig:
+    """Read the stack's config through `pulumi.Config` and validate it."""
+    import pulumi
+
+    config = pulumi.Config(PROJECT)
+    raw: dict[str, Any] = {}
+    for field, key in config_keys().items():
+        value = config.get(key)
+        if value is None:
+            continue
+        raw[key] = _as_list(value) if field == "layers" else value
+    return parse_config(raw)
+
+
+def _as_list(value: str) -> Any:
+    """A list key set as YAML list (stored as JSON) or as `a,b` on the command line."""
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return [part.strip() for part in value.split(",") if part.strip()]
+

@@ -1,0 +1,280 @@
+"""Builds the pod specs of the analyst Jobs and the supplier API, as plain Kubernetes dicts.
+
+Pure: settings in, camelCase dicts (the shape `kubectl get -o yaml` shows) out, so every
+security-relevant field can be tested without an engine and read in review as it will be
+applied. The components only wrap these in resources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+from . import cluster_env as env
+from .config import Layer
+
+SANDBOX_RUNTIME_CLASS = "isolated-sandbox"
+
+# The uid/gid the controller, the supplier API and (after bwrap or nono) every tool run as.
+APP_UID = 1000
+
+# Sizing of the analyst's sandbox. An isolated pod's VM is sized from its requests, and a pod
+# without them gets a VM too small for the interpreter, the SDKs and a tool process. The
+# memory request covers the peak resident memory `make bench` reports for one run
+# (controller plus one tool process) with headroom; limits sit above requests so a spike is
+# not an OOM kill. Re-run `make bench` and update these when the app's footprint changes.
+ANALYST_RESOURCES_FROM_BENCH: dict[str, dict[str, str]] = {
+    "requests": {"cpu": "500m", "memory": "768Mi"},
+    "limits": {"cpu": "1", "memory": "1536Mi"},
+}
+SUPPLIER_RESOURCES: dict[str, dict[str, str]] = {
+    "requests": {"cpu": "50m", "memory": "64Mi"},
+    "limits": {"cpu": "250m", "memory": "256Mi"},
+}
+INIT_RESOURCES: dict[str, dict[str, str]] = {
+    "requests": {"cpu": "10m", "memory": "16Mi"},
+    "limits": {"cpu": "100m", "memory": "64Mi"},
+}
+
+# A Nitro sandbox guest starts with user.max_user_namespaces at 0, so bwrap fails with ENOSPC.
+# The kubelet refuses it as a pod sysctl, so a root init container writes the guest's own
+# setting (not the node's) and fails the pod if the value did not stick.
+USERNS_LIMIT = 128
+USERNS_SYSCTL = "/proc/sys/user/max_user_namespaces"
+RAISE_USERNS_SCRIPT = (
+    f'echo {USERNS_LIMIT} > {USERNS_SYSCTL}; test "$(cat {USERNS_SYSCTL})" = {USERNS_LIMIT}'
+)
+
+# Files in a Secret volume: owner root, group fsGroup (the app's gid), readable by that group.
+KEY_FILE_MODE = 0o440
+
+# Finished Jobs (and their pods, whose log is the check list) stay this long, then the TTL
+# controller removes them; the report stays in S3.
+JOB_TTL_SECONDS = 7 * 24 * 3600
+
+# Tells the Jobs' pods apart: `kubectl get pods -l procurement-analyst/layer=nono`.
+LAYER_LABEL = "procurement-analyst/layer"
+
+RUN_DIR_VOLUME = "run"
+TMP_VOLUME = "tmp"
+
+
+@dataclass(frozen=True)
+class JobInputs:
+    """What one analyst Job's pod needs to know."""
+
+    layer: Layer
+    image: str
+    namespace: str
+    case_id: str
+    bucket: str
+    region: str
+    model_id: str
+    service_account: str
+
+
+def supplier_command(case_id: str) -> list[str]:
+    """The supplier API's command line; the one place its flags are spelled."""
+    return [
+        "python", "-m", "app.supplier_api", "serve",
+        "--case-dir", f"{env.CASES_DIR}/{case_id}",
+        "--key-file", f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
+        "--cert", f"{env.SUPPLIER_TLS_DIR}/tls.crt",
+        "--key", f"{env.SUPPLIER_TLS_DIR}/tls.key",
+        "--port", str(env.SUPPLIER_PORT),
+    ]
+
+
+def analyst_command(layer: Layer, case_id: str) -> list[str]:
+    """The controller's command line in the Job."""
+    return [
+        "python", "-m", "app.controller", "run",
+        "--layer", layer.value,
+        "--case", f"{env.CASES_DIR}/{case_id}",
+    ]
+
+
+def job_name(layer: Layer, run_trigger: str) -> str:
+    """The Job's name; a new trigger is a new name, so changing it replaces (re-runs) the Job."""
+    return f"analyst-{layer.value}-{run_trigger}"
+
+
+def labels(component: str) -> dict[str, str]:
+    """The labels every object of one component carries."""
+    return {
+        "app.kubernetes.io/name": component,
+        "app.kubernetes.io/part-of": "procurement-analyst",
+        "app.kubernetes.io/managed-by": "pulumi",
+    }
+
+
+def job_spec(job: JobInputs) -> dict[str, Any]:
+    """The Job spec: one attempt, kept for JOB_TTL_SECONDS, pod per `analyst_pod_spec`."""
+    return {
+        "backoffLimit": 0,
+        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
+        "template": {
+            "metadata": {"labels": {**labels("analyst"), LAYER_LABEL: job.layer.value}},
+            "spec": analyst_pod_spec(job),
+        },
+    }
+
+
+def analyst_pod_spec(job: JobInputs) -> dict[str, Any]:
+    """The analyst pod for one layer, in the sandbox RuntimeClass."""
+    match job.layer:
+        case Layer.BUBBLEWRAP:
+            return _bubblewrap_pod(job)
+        case Layer.NONO:
+            return _nono_pod(job)
+        case _:
+            assert_never(job.layer)
+
+
+def _bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
+    # NOTE: bwrap mounts a private procfs for its child's pid namespace, which the masked /proc
+    # of an unprivileged container refuses (EPERM); so this container is privileged. The
+    # privilege reaches the sandbox guest's kernel, which belongs to this pod alone. It rules
+    # out allowPrivilegeEscalation: false and the runtime's seccomp profile for the controller;
+    # the tool processes get uid 1000, no capabilities, no_new_privs and seccomp from bwrap.
+    container = _analyst_container(job)
+    container["securityContext"] = {
+        "privileged": True,
+        "runAsUser": APP_UID,
+        "runAsGroup": APP_UID,
+        "runAsNonRoot": True,
+    }
+    init = {
+        "name": "raise-userns-limit",
+        "image": job.image,
+        "command": ["sh", "-ec", RAISE_USERNS_SCRIPT],
+        "resources": INIT_RESOURCES,
+        "securityContext": {
+            "privileged": True,
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "runAsNonRoot": False,
+        },
+    }
+    return _pod(job, containers=[container], init_containers=[init], seccomp=False)
+
+
+def _nono_pod(job: JobInputs) -> dict[str, Any]:
+    # nono's controls (Landlock, seccomp) need no privilege, and Landlock needs no_new_privs
+    # for an unprivileged process anyway, so this pod is hardened throughout.
+    container = _analyst_container(job)
+    container["securityContext"] = {
+        "runAsUser": APP_UID,
+        "runAsGroup": APP_UID,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    return _pod(job, containers=[container], init_containers=[], seccomp=True)
+
+
+def _analyst_container(job: JobInputs) -> dict[str, Any]:
+    variables = env.job_env(
+        namespace=job.namespace, bucket=job.bucket, region=job.region, model_id=job.model_id
+    )
+    return {
+        "name": "analyst",
+        "image": job.image,
+        "workingDir": env.APP_DIR,
+        "command": analyst_command(job.layer, job.case_id),
+        "env": [{"name": name, "value": value} for name, value in variables.items()],
+        "resources": ANALYST_RESOURCES_FROM_BENCH,
+        "volumeMounts": [
+            {"name": "supplier-key", "mountPath": env.SUPPLIER_KEY_DIR, "readOnly": True},
+            {"name": "supplier-ca", "mountPath": env.SUPPLIER_CA_DIR, "readOnly": True},
+            {"name": RUN_DIR_VOLUME, "mountPath": env.RUN_DIR},
+            {"name": TMP_VOLUME, "mountPath": "/tmp"},
+        ],
+    }
+
+
+def _pod(
+    job: JobInputs,
+    *,
+    containers: list[dict[str, Any]],
+    init_containers: list[dict[str, Any]],
+    seccomp: bool,
+) -> dict[str, Any]:
+    security: dict[str, Any] = {
+        "runAsNonRoot": True,
+        "runAsUser": APP_UID,
+        "runAsGroup": APP_UID,
+        # The key file is 0440 root:<fsGroup>, so the controller reads it by group.
+        "fsGroup": APP_UID,
+    }
+    if seccomp:
+        security["seccompProfile"] = {"type": "RuntimeDefault"}
+    spec: dict[str, Any] = {
+        "runtimeClassName": SANDBOX_RUNTIME_CLASS,
+        "serviceAccountName": job.service_account,
+        # The controller never calls the Kubernetes API. EKS Pod Identity does not use this
+        # token: its webhook injects its own projected token volume and the credential
+        # variables into the pod, whatever this field says.
+        "automountServiceAccountToken": False,
+        "restartPolicy": "Never",
+        "securityContext": security,
+        "containers": containers,
+        "volumes": [
+            _secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
+            {"name": "supplier-ca", "configMap": {"name": env.SUPPLIER_CA_CONFIGMAP}},
+            {"name": RUN_DIR_VOLUME, "emptyDir": {}},
+            {"name": TMP_VOLUME, "emptyDir": {}},
+        ],
+    }
+    if init_containers:
+        spec["initContainers"] = init_containers
+    return spec
+
+
+def _secret_volume(volume: str, secret: str, *items: str) -> dict[str, Any]:
+    source: dict[str, Any] = {"secretName": secret, "defaultMode": KEY_FILE_MODE}
+    if items:
+        source["items"] = [{"key": item, "path": item} for item in items]
+    return {"name": volume, "secret": source}
+
+
+def supplier_pod_spec(*, image: str, case_id: str) -> dict[str, Any]:
+    """The supplier API's pod: an ordinary, fully hardened pod outside the sandbox."""
+    return {
+        "automountServiceAccountToken": False,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": APP_UID,
+            "runAsGroup": APP_UID,
+            "fsGroup": APP_UID,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "supplier-api",
+                "image": image,
+                "workingDir": env.APP_DIR,
+                "command": supplier_command(case_id),
+                "ports": [{"name": "https", "containerPort": env.SUPPLIER_PORT}],
+                "readinessProbe": {"tcpSocket": {"port": "https"}, "periodSeconds": 5},
+                "resources": SUPPLIER_RESOURCES,
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [
+                    {"name": "supplier-key", "mountPath": env.SUPPLIER_KEY_DIR, "readOnly": True},
+                    {"name": "supplier-tls", "mountPath": env.SUPPLIER_TLS_DIR, "readOnly": True},
+                    {"name": TMP_VOLUME, "mountPath": "/tmp"},
+                ],
+            }
+        ],
+        "volumes": [
+            _secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
+            _secret_volume("supplier-tls", env.SUPPLIER_TLS_SECRET, "tls.crt", "tls.key"),
+            {"name": TMP_VOLUME, "emptyDir": {}},
+        ],
+    }

@@ -1,0 +1,92 @@
+"""The local AWS stand-in with IAM enforced: the analyst's policy is really evaluated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import boto3
+import pytest
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from app.controller.aws_local import LocalAws, LocalAwsSettings
+from app.controller.runtime import ToolIdentity, create_run
+from app.controller.store import OK, CaseStore
+
+pytestmark = pytest.mark.integration
+
+CASE_DIR = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
+
+
+@pytest.fixture(scope="module")
+def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAws, LocalAwsSettings]]:
+    tool = ToolIdentity.for_this_controller()
+    paths = create_run(tmp_path_factory.mktemp("runs"), tool)
+    local = LocalAws(paths, tool, CASE_DIR)
+    with local as settings:
+        yield local, settings
+
+
+@pytest.fixture(scope="module")
+def analyst(aws: tuple[LocalAws, LocalAwsSettings]) -> CaseStore:
+    return aws[1].store()
+
+
+def test_the_controller_is_the_assumed_analyst_role(
+    aws: tuple[LocalAws, LocalAwsSettings], analyst: CaseStore
+) -> None:
+    settings = aws[1]
+    identity = analyst.caller_identity()
+    assert identity["Arn"] == settings.expected_caller_arn
+    assert settings.expected_caller_arn.startswith(
+        "arn:aws:sts::123456789012:assumed-role/analyst/"
+    )
+    assert settings.expected_role_arn == "arn:aws:iam::123456789012:role/analyst"
+    assert settings.credentials_file.stat().st_mode & 0o777 == 0o440
+    assert settings.credential.description == "the AWS credential file"
+
+
+def test_analyst_permissions_are_enforced(analyst: CaseStore) -> None:
+    proposal = "proposals/rfp-001/northstar.json"
+    assert analyst.get(proposal) == (CASE_DIR / "proposals" / "northstar.json").read_bytes()
+    assert analyst.try_put("reports/rfp-001/run/recommendation.md", b"# report") == OK
+    assert analyst.get("reports/rfp-001/run/recommendation.md") == b"# report"
+    assert analyst.try_put(proposal, b"tampered") == "AccessDenied"
+    assert analyst.try_delete(proposal) == "AccessDenied"
+    assert analyst.try_get("cases/rfp-other/case.json") == "AccessDenied"
+    assert analyst.try_put("reports/rfp-other/run/x.md", b"x") == "AccessDenied"
+
+
+def test_the_refused_object_exists(aws: tuple[LocalAws, LocalAwsSettings]) -> None:
+    admin = aws[0].admin_store()
+    assert admin.try_get("cases/rfp-other/case.json") == OK
+    # The proposal the analyst could not overwrite or delete is still the original.
+    original = (CASE_DIR / "proposals" / "northstar.json").read_bytes()
+    assert admin.get("proposals/rfp-001/northstar.json") == original
+
+
+def test_unknown_credentials_are_refused(aws: tuple[LocalAws, LocalAwsSettings]) -> None:
+    settings = aws[1]
+    s3 = boto3.session.Session().client(
+        "s3",
+        endpoint_url=settings.endpoint_url,
+        region_name=settings.region,
+        aws_access_key_id="AKIAUNKNOWNUNKNOWN00",
+        aws_secret_access_key="not-a-secret",
+        config=Config(s3={"addressing_style": "path"}),
+    )
+    with pytest.raises(ClientError) as refused:
+        s3.get_object(Bucket=settings.bucket, Key="proposals/rfp-001/northstar.json")
+    assert refused.value.response["Error"]["Code"] == "InvalidAccessKeyId"
+
+
+def test_session_ignores_environment_credentials(
+    aws: tuple[LocalAws, LocalAwsSettings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = aws[1]
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIAFROMENVIRONMENT0")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "from-environment")
+    monkeypatch.setenv("AWS_PROFILE", "someone-else")
+    store = settings.store()
+    assert store.caller_identity()["Arn"] == settings.expected_caller_arn

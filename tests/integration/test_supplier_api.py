@@ -1,0 +1,155 @@
+"""The supplier API as a real HTTPS server on loopback, started the way a local run starts it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import shutil
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.controller.context import SupplierEndpoint
+from app.controller.pki import generate_run_pki
+from app.controller.runtime import RunPaths, ToolIdentity, create_run
+from app.controller.supplier_client import CallLog, SupplierClient, SupplierConnectionError
+from app.controller.supplier_service import LocalSupplierService
+
+pytestmark = pytest.mark.integration
+
+CASES = Path(__file__).resolve().parents[2] / "cases"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[RunPaths, SupplierEndpoint]]:
+    base = tmp_path_factory.mktemp("runs")
+    # A third case with its own availability file: the server serves what it is seeded with.
+    flagged = tmp_path_factory.mktemp("cases") / "flagged"
+    flagged.mkdir()
+    doc = json.loads((CASES / "rfp-001" / "case.json").read_text())
+    doc["case_id"] = "rfp-flagged"
+    (flagged / "case.json").write_text(json.dumps(doc))
+    (flagged / "supplier-availability.json").write_text(json.dumps({"harbor": False}))
+    tool = ToolIdentity.for_this_controller()
+    paths = create_run(base, tool)
+    dirs = [CASES / "rfp-001", CASES / "rfp-other", flagged]
+    with LocalSupplierService(paths, tool, dirs) as endpoint:
+        yield paths, endpoint
+
+
+@pytest.fixture
+def client(served: tuple[RunPaths, SupplierEndpoint]) -> SupplierClient:
+    paths, endpoint = served
+    return SupplierClient(endpoint, endpoint.key_file.read_bytes(), CallLog(), paths.run_id)
+
+
+def raw(endpoint: SupplierEndpoint, method: str, path: str, headers: dict[str, str]) -> int:
+    """A request the client would never send (no key header at all)."""
+    context = ssl.create_default_context(cafile=str(endpoint.ca_file))
+    connection = http.client.HTTPSConnection("localhost", endpoint.port, context=context)
+    try:
+        connection.request(method, path, headers=headers)
+        return connection.getresponse().status
+    finally:
+        connection.close()
+
+
+def test_endpoint_layout(served: tuple[RunPaths, SupplierEndpoint]) -> None:
+    paths, endpoint = served
+    assert endpoint.url == f"https://localhost:{endpoint.port}"
+    assert endpoint.alias_url == f"https://supplier-api-alias.localhost:{endpoint.port}"
+    assert endpoint.address == "127.0.0.1"
+    assert endpoint.key_file.parent == paths.secrets
+    assert endpoint.key_file.stat().st_mode & 0o777 == 0o440
+    assert endpoint.ca_file.stat().st_mode & 0o777 == 0o644
+
+
+def test_availability_and_operations(client: SupplierClient) -> None:
+    reply = client.request("GET", "/cases/rfp-001/suppliers")
+    assert reply.status == 200
+    assert reply.json() == {
+        "case_id": "rfp-001",
+        "availability": {"northstar": True, "harbor": True, "cedar": True},
+    }
+    assert client.request("GET", "/cases/rfp-flagged/suppliers").json()["availability"] == {
+        "harbor": False
+    }
+    draft = client.request(
+        "POST", "/cases/rfp-001/recommendations", body=b"draft text", content_type="text/plain"
+    )
+    assert draft.status == 201 and draft.json()["recommendation_id"].startswith("rec-")
+    assert client.request("PATCH", "/suppliers/northstar", body=b"{}").status == 200
+    assert client.request("POST", "/purchase-orders", body=b"{}").status == 201
+    assert client.tcp_reachable()
+
+
+def test_alias_name_reaches_the_same_server(client: SupplierClient) -> None:
+    reply = client.request("GET", "/cases/rfp-other/suppliers", url=client.endpoint.alias_url)
+    assert reply.status == 200 and reply.json()["case_id"] == "rfp-other"
+
+
+def test_refusals(client: SupplierClient, served: tuple[RunPaths, SupplierEndpoint]) -> None:
+    assert client.request("GET", "/cases/rfp-001/suppliers", key=b"wrong-key").status == 401
+    assert raw(served[1], "GET", "/cases/rfp-001/suppliers", {}) == 401
+    assert client.request("GET", "/cases/rfp-999/suppliers").status == 404
+    assert client.request("GET", "/cases/Bad_Id/suppliers").status == 400
+    big = b"x" * (64 * 1024 + 1)
+    assert client.request("POST", "/cases/rfp-001/recommendations", body=big).status == 413
+    bad_json = client.request("POST", "/cases/rfp-001/recommendations", body=b"{not json")
+    assert bad_json.status == 400
+
+
+def test_untrusted_ca_is_refused(served: tuple[RunPaths, SupplierEndpoint], tmp_path: Path) -> None:
+    _, endpoint = served
+    other_ca = tmp_path / "other-ca.crt"
+    other_ca.write_bytes(generate_run_pki().ca_cert_pem)
+    forged = SupplierEndpoint(**{**endpoint.__dict__, "ca_file": other_ca})
+    calls = CallLog()
+    client = SupplierClient(forged, b"irrelevant", calls, "run")
+    with pytest.raises(SupplierConnectionError, match="certificate verify failed"):
+        client.request("GET", "/cases/rfp-001/suppliers")
+    assert calls.records[0].reaches_upstream is False
+
+
+def test_log_has_one_line_per_request_and_never_the_key(
+    client: SupplierClient, served: tuple[RunPaths, SupplierEndpoint]
+) -> None:
+    paths, endpoint = served
+    ok = client.request("GET", "/cases/rfp-001/suppliers")
+    refused = client.request("GET", "/cases/rfp-001/suppliers", key=b"wrong-key")
+    key = endpoint.key_file.read_bytes()
+    before = client.read_log()
+    after = client.read_log()
+    # Reading the log is not itself logged.
+    assert before == after
+    by_id = {e["request_id"]: e for e in after if e["request_id"]}
+    assert by_id[ok.request_id]["status"] == 200
+    assert by_id[refused.request_id]["status"] == 401
+    assert by_id[ok.request_id]["path"] == "/cases/rfp-001/suppliers"
+    assert not any(e["path"] == "/_log" for e in after)
+    # A probe with a method no route takes is answered and logged all the same.
+    probe = {"X-Api-Key": key.decode(), "X-Analyst-Request-ID": "probe-1"}
+    assert raw(endpoint, "HEAD", "/cases/rfp-001/suppliers", probe) == 405
+    assert [e["method"] for e in client.read_log() if e["request_id"] == "probe-1"] == ["HEAD"]
+    assert set(after[0]) == {"time", "method", "path", "status", "request_id"}
+    state = paths.top / "supplier"
+    on_disk = (state / "requests.jsonl").read_bytes()
+    assert len(on_disk.splitlines()) == len(after) + 1
+    assert key not in on_disk
+    assert key not in (state / "stderr.log").read_bytes()
+    assert key.decode() not in json.dumps(client.calls.as_json())
+
+
+def test_start_up_failure_names_the_cause(tmp_path: Path) -> None:
+    broken = tmp_path / "broken"
+    shutil.copytree(CASES / "rfp-other", broken)
+    (broken / "case.json").write_text("{}")
+    tool = ToolIdentity.for_this_controller()
+    paths = create_run(tmp_path / "runs", tool)
+    with (
+        pytest.raises(RuntimeError, match="case_id must match"),
+        LocalSupplierService(paths, tool, [broken], startup_timeout=5),
+    ):
+        pass

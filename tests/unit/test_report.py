@@ -1,0 +1,44 @@
+"""The report's headline comes from the checked field, and the key scans refuse a leak."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from app.controller.case import load_case_folder
+from app.controller.gates import Recommendation
+from app.controller.report import KeyLeak, render_recommendation, scan_directory, write_scanned
+
+SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
+KEY = b"s3cr3t-supplier-key"
+
+
+def test_headline_is_rendered_from_the_checked_id_not_the_prose() -> None:
+    case, _ = load_case_folder(SAMPLE)
+    answer = Recommendation(recommended_supplier="northstar", analysis="Cedar is great.")
+    text = render_recommendation(case, "northstar", answer).decode()
+    assert "**Recommended supplier:** Northstar Office Systems (`northstar`)" in text
+    assert text.endswith("Cedar is great.\n")
+
+
+def test_a_document_holding_the_key_is_not_written(tmp_path: Path) -> None:
+    with pytest.raises(KeyLeak, match="b.json"):
+        write_scanned(tmp_path, {"a.json": b"fine", "b.json": b"x" + KEY + b"y"}, KEY)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_directory_scan_names_every_file_it_read(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_bytes(b"a")
+    (tmp_path / "sub" / "b.bin").write_bytes(bytes(range(256)))
+    assert scan_directory(tmp_path, KEY) == ["a.txt", "sub/b.bin"]
+    (tmp_path / "sub" / "c").write_bytes(KEY)
+    with pytest.raises(KeyLeak, match="sub/c"):
+        scan_directory(tmp_path, KEY)
+
+
+def test_unreadable_file_fails_the_scan(tmp_path: Path) -> None:
+    (tmp_path / "dangling").symlink_to(tmp_path / "missing")
+    with pytest.raises(FileNotFoundError):
+        scan_directory(tmp_path, KEY)
