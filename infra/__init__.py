@@ -1,1 +1,1 @@
-"""The Pulumi program that deploys the procurement analyst to Amazon EKS, and its component library."""
+"""The Pulumi program that deploys the procurement analyst to Amazon EKS, and its components."""

@@ -9,18 +9,18 @@ from pathlib import Path
 # both from the repository root, whichever directory Pulumi runs it from.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import pulumi  # noqa: E402
-import pulumi_aws as aws  # noqa: E402
+import pulumi
+import pulumi_aws as aws
 
-from infra.components.cluster import ClusterAccess  # noqa: E402
-from infra.components.identity import AnalystIdentity  # noqa: E402
-from infra.components.images import Images  # noqa: E402
-from infra.components.jobs import AnalystJobs  # noqa: E402
-from infra.components.pki import SupplierSecrets  # noqa: E402
-from infra.components.storage import CaseStore  # noqa: E402
-from infra.components.supplier import SupplierApi  # noqa: E402
-from infra.components.workspace import ANALYST_SERVICE_ACCOUNT, Workspace  # noqa: E402
-from infra.config import load_config  # noqa: E402
+from infra.components.cluster import ClusterAccess
+from infra.components.identity import AnalystIdentity
+from infra.components.images import Images
+from infra.components.jobs import AnalystJobs
+from infra.components.pki import SupplierSecrets
+from infra.components.storage import CaseStore
+from infra.components.supplier import SupplierApi
+from infra.components.workspace import ANALYST_SERVICE_ACCOUNT, Workspace
+from infra.config import load_config
 
 config = load_config()
 
@@ -63,13 +63,16 @@ jobs = AnalystJobs(
     service_account=workspace.service_account,
     image=images.analyst_image,
     bucket_name=store.bucket_name,
+    role_name=identity.role_name,
     provider=cluster.provider,
     depends_on=[supplier, identity, secrets, cluster.runtime_class],
 )
 
 pulumi.export("namespace", workspace.namespace)
 pulumi.export("bucket", store.bucket_name)
-pulumi.export("reportPrefix", pulumi.Output.concat("s3://", store.bucket_name, "/", store.report_prefix))
+pulumi.export(
+    "reportPrefix", pulumi.Output.concat("s3://", store.bucket_name, "/", store.report_prefix)
+)
 pulumi.export("jobNames", jobs.job_names)
 pulumi.export("analystImage", images.analyst_image)
 pulumi.export("supplierImage", images.supplier_image)

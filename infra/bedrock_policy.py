@@ -23,7 +23,9 @@ def is_inference_profile(model_id: str) -> bool:
     return bool(rest) and prefix in PROFILE_PREFIXES
 
 
-def bedrock_invoke_policy(*, model_id: str, region: str, account_id: str, partition: str) -> dict[str, Any]:
+def bedrock_invoke_policy(
+    *, model_id: str, region: str, account_id: str, partition: str
+) -> dict[str, Any]:
     """The permissions policy that lets the role invoke `model_id` and no other model."""
     if not is_inference_profile(model_id):
         return _document(

@@ -25,7 +25,8 @@ def context_files(root: Path, dockerfile: str) -> list[Path]:
             files.append(path)
         elif path.is_dir():
             files.extend(
-                p for p in path.rglob("*")
+                p
+                for p in path.rglob("*")
                 if p.is_file() and not _SKIPPED_PARTS.intersection(p.parts) and p.suffix != ".pyc"
             )
     return sorted(files)

@@ -13,6 +13,8 @@ MODE: Final = "ANALYST_MODE"
 BUCKET: Final = "ANALYST_BUCKET"
 REGION: Final = "AWS_REGION"
 MODEL_ID: Final = "ANALYST_MODEL_ID"
+# The role the controller must find itself acting as (its STS caller identity check).
+ROLE_NAME: Final = "ANALYST_ROLE_NAME"
 SUPPLIER_API_URL: Final = "SUPPLIER_API_URL"
 SUPPLIER_API_ALIAS_URL: Final = "SUPPLIER_API_ALIAS_URL"
 SUPPLIER_KEY_FILE: Final = "SUPPLIER_KEY_FILE"
@@ -40,6 +42,9 @@ SUPPLIER_CA_ITEM: Final = "ca.crt"
 RUN_DIR: Final = "/var/lib/analyst"
 
 SUPPLIER_PORT: Final = 8443
+# The supplier API's own request log, in a writable emptyDir of its pod.
+SUPPLIER_LOG_DIR: Final = "/var/lib/supplier-api"
+SUPPLIER_LOG: Final = f"{SUPPLIER_LOG_DIR}/requests.jsonl"
 SUPPLIER_SERVICE: Final = "supplier-api"
 SUPPLIER_ALIAS_SERVICE: Final = "supplier-api-alias"
 
@@ -54,13 +59,16 @@ def supplier_url(service: str, namespace: str) -> str:
     return f"https://{service_host(service, namespace)}:{SUPPLIER_PORT}"
 
 
-def job_env(*, namespace: str, bucket: str, region: str, model_id: str) -> dict[str, str]:
+def job_env(
+    *, namespace: str, bucket: str, region: str, model_id: str, role_name: str
+) -> dict[str, str]:
     """Every variable the analyst container gets, by name."""
     return {
         MODE: CLUSTER_MODE,
         BUCKET: bucket,
         REGION: region,
         MODEL_ID: model_id,
+        ROLE_NAME: role_name,
         SUPPLIER_API_URL: supplier_url(SUPPLIER_SERVICE, namespace),
         SUPPLIER_API_ALIAS_URL: supplier_url(SUPPLIER_ALIAS_SERVICE, namespace),
         SUPPLIER_KEY_FILE: f"{SUPPLIER_KEY_DIR}/{SUPPLIER_KEY_ITEM}",

@@ -71,9 +71,7 @@ class StackConfig(BaseModel):
     kubernetes_version: str = Field("1.36", alias="kubernetesVersion")
     namespace: str = Field("procurement-analyst", max_length=63)
     case_id: str = Field("rfp-001", alias="caseId")
-    model_id: str = Field(
-        "global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId"
-    )
+    model_id: str = Field("global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId")
     layers: tuple[Layer, ...] = (Layer.BUBBLEWRAP, Layer.NONO)
     image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
     analyst_image: str = Field("", alias="analystImage")
@@ -86,7 +84,9 @@ class StackConfig(BaseModel):
     @classmethod
     def _region(cls, value: str) -> str:
         if not _REGION.fullmatch(value):
-            raise ValueError(f"must be an AWS Region name such as us-west-2, matching {_REGION.pattern}")
+            raise ValueError(
+                f"must be an AWS Region name such as us-west-2, matching {_REGION.pattern}"
+            )
         return value
 
     @field_validator("namespace")
@@ -110,7 +110,9 @@ class StackConfig(BaseModel):
     @classmethod
     def _model_id(cls, value: str) -> str:
         if not _MODEL_ID.fullmatch(value):
-            raise ValueError(f"must be a Bedrock model or inference profile id matching {_MODEL_ID.pattern}")
+            raise ValueError(
+                f"must be a Bedrock model or inference profile id matching {_MODEL_ID.pattern}"
+            )
         return value
 
     @field_validator("kubernetes_version")
@@ -142,11 +144,16 @@ class StackConfig(BaseModel):
         if self.image_mode is ImageMode.PREBUILT:
             missing = [
                 alias
-                for alias, value in (("analystImage", self.analyst_image), ("supplierImage", self.supplier_image))
+                for alias, value in (
+                    ("analystImage", self.analyst_image),
+                    ("supplierImage", self.supplier_image),
+                )
                 if not value
             ]
             if missing:
-                raise ValueError(f"imageMode prebuilt needs {' and '.join(missing)} set to an image reference")
+                raise ValueError(
+                    f"imageMode prebuilt needs {' and '.join(missing)} set to an image reference"
+                )
         return self
 
 
@@ -204,4 +211,3 @@ def _as_list(value: str) -> Any:
         return json.loads(value)
     except json.JSONDecodeError:
         return [part.strip() for part in value.split(",") if part.strip()]
-

@@ -9,7 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 
-def exec_kubeconfig(*, cluster_name: str, endpoint: str, ca_data: str, region: str) -> dict[str, Any]:
+def exec_kubeconfig(
+    *, cluster_name: str, endpoint: str, ca_data: str, region: str
+) -> dict[str, Any]:
     """A single-context kubeconfig that authenticates with the caller's AWS identity."""
     return {
         "apiVersion": "v1",
@@ -28,16 +30,22 @@ def exec_kubeconfig(*, cluster_name: str, endpoint: str, ca_data: str, region: s
                         "apiVersion": "client.authentication.k8s.io/v1beta1",
                         "command": "aws",
                         "args": [
-                            "--region", region,
-                            "eks", "get-token",
-                            "--cluster-name", cluster_name,
-                            "--output", "json",
+                            "--region",
+                            region,
+                            "eks",
+                            "get-token",
+                            "--cluster-name",
+                            cluster_name,
+                            "--output",
+                            "json",
                         ],
                         "interactiveMode": "Never",
                     }
                 },
             }
         ],
-        "contexts": [{"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}],
+        "contexts": [
+            {"name": cluster_name, "context": {"cluster": cluster_name, "user": cluster_name}}
+        ],
         "current-context": cluster_name,
     }

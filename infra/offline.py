@@ -46,6 +46,7 @@ class Recorded:
     parent: str
     provider: str
     custom: bool
+    providers: dict[str, str] = field(default_factory=dict)
     read: bool = False
     additional_secret_outputs: list[str] = field(default_factory=list)
     dependencies: list[str] = field(default_factory=list)
@@ -79,7 +80,7 @@ class RecordingMonitor(mocks.MockMonitor):
         super().__init__(program_mocks)
         self.recorded: list[Recorded] = []
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+    def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
             self.recorded.append(
@@ -91,6 +92,7 @@ class RecordingMonitor(mocks.MockMonitor):
                     parent=request.parent,
                     provider=request.provider,
                     custom=request.custom,
+                    providers=dict(request.providers),
                     additional_secret_outputs=list(request.additionalSecretOutputs),
                     dependencies=sorted(request.dependencies),
                     retain_on_delete=request.retainOnDelete,
@@ -99,7 +101,7 @@ class RecordingMonitor(mocks.MockMonitor):
             )
         return response
 
-    def ReadResource(self, request: Any) -> Any:  # noqa: N802 - gRPC method name
+    def ReadResource(self, request: Any) -> Any:
         response = super().ReadResource(request)
         self.recorded.append(
             Recorded(
@@ -122,7 +124,9 @@ class ProgramMocks(pulumi.runtime.Mocks):
     def __init__(self, region: str) -> None:
         self.region = region
 
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str | None, dict[str, Any]]:
+    def new_resource(
+        self, args: pulumi.runtime.MockResourceArgs
+    ) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         name = args.name
         match args.typ:
@@ -137,12 +141,29 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 url = f"{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com/{state['name']}"
                 state |= {"repositoryUrl": url, "registryId": ACCOUNT_ID}
             case "docker-build:index:Image":
-                state |= {"ref": f"{state['tags'][0]}@sha256:{'0' * 64}", "digest": f"sha256:{'0' * 64}"}
+                state |= {
+                    "ref": f"{state['tags'][0]}@sha256:{'0' * 64}",
+                    "digest": f"sha256:{'0' * 64}",
+                }
+            case "eks:index:Cluster":
+                # A remote component: its outputs come from the eks provider's process,
+                # which does not run here. The program reads the cluster back by name.
+                state |= {
+                    "kubeconfigJson": "{}",
+                    "clusterSecurityGroupId": "sg-offline",
+                    "oidcIssuer": "",
+                }
             case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
                 state |= {"associationId": "a-offline0000000000"}
             case "tls:index/privateKey:PrivateKey":
-                state |= {"privateKeyPem": f"offline private key of {name}", "publicKeyPem": "offline public key"}
-            case "tls:index/selfSignedCert:SelfSignedCert" | "tls:index/locallySignedCert:LocallySignedCert":
+                state |= {
+                    "privateKeyPem": f"offline private key of {name}",
+                    "publicKeyPem": "offline public key",
+                }
+            case (
+                "tls:index/selfSignedCert:SelfSignedCert"
+                | "tls:index/locallySignedCert:LocallySignedCert"
+            ):
                 state |= {"certPem": f"offline certificate of {name}"}
             case "tls:index/certRequest:CertRequest":
                 state |= {"certRequestPem": f"offline request of {name}"}
@@ -162,9 +183,19 @@ class ProgramMocks(pulumi.runtime.Mocks):
                     "version": "1.36",
                 }
             case "aws:index/getCallerIdentity:getCallerIdentity":
-                return {"accountId": ACCOUNT_ID, "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/deployer", "id": ACCOUNT_ID, "userId": "AIDAOFFLINE"}
+                return {
+                    "accountId": ACCOUNT_ID,
+                    "arn": f"arn:aws:iam::{ACCOUNT_ID}:user/deployer",
+                    "id": ACCOUNT_ID,
+                    "userId": "AIDAOFFLINE",
+                }
             case "aws:index/getPartition:getPartition":
-                return {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws", "reverseDnsPrefix": "com.amazonaws"}
+                return {
+                    "partition": "aws",
+                    "dnsSuffix": "amazonaws.com",
+                    "id": "aws",
+                    "reverseDnsPrefix": "com.amazonaws",
+                }
             case "aws:ecr/getAuthorizationToken:getAuthorizationToken":
                 return {
                     "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com",
@@ -186,11 +217,16 @@ def _resolve(value: Any) -> Any:
 
 def run_program(config: dict[str, Any], stack: str = "dev") -> dict[str, Any]:
     """Run the program with these project config values; return its resources and outputs."""
-    values = {f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value) for key, value in config.items()}
+    values = {
+        f"{PROJECT}:{key}": value if isinstance(value, str) else json.dumps(value)
+        for key, value in config.items()
+    }
     pulumi.runtime.set_all_config(values)
     region = str(config.get("region", "us-west-2"))
     monitor = RecordingMonitor(ProgramMocks(region))
-    pulumi.runtime.set_mocks(monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(
+        monitor.mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor
+    )
     _sync_await(run_pulumi_func(lambda: runpy.run_path(str(PROGRAM), run_name="__main__")))
     stack_resource = pulumi.runtime.get_root_resource()
     outputs = {name: _resolve(value) for name, value in stack_resource.outputs.items()}  # type: ignore[union-attr]
@@ -204,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     try:
         result = run_program(json.loads(options.config), options.stack)
-    except Exception as exc:  # noqa: BLE001 - reported as the program's error, with exit 2
+    except Exception as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     json.dump(result, sys.stdout, indent=1, sort_keys=True)

@@ -70,27 +70,46 @@ class JobInputs:
     bucket: str
     region: str
     model_id: str
+    role_name: str
     service_account: str
 
 
 def supplier_command(case_id: str) -> list[str]:
     """The supplier API's command line; the one place its flags are spelled."""
     return [
-        "python", "-m", "app.supplier_api", "serve",
-        "--case-dir", f"{env.CASES_DIR}/{case_id}",
-        "--key-file", f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
-        "--cert", f"{env.SUPPLIER_TLS_DIR}/tls.crt",
-        "--key", f"{env.SUPPLIER_TLS_DIR}/tls.key",
-        "--port", str(env.SUPPLIER_PORT),
+        "python",
+        "-m",
+        "app.supplier_api",
+        "serve",
+        "--case-dir",
+        f"{env.CASES_DIR}/{case_id}",
+        "--key-file",
+        f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
+        "--cert",
+        f"{env.SUPPLIER_TLS_DIR}/tls.crt",
+        "--key",
+        f"{env.SUPPLIER_TLS_DIR}/tls.key",
+        # Every interface of its pod: the Services reach it on the pod IP.
+        "--host",
+        "0.0.0.0",
+        "--port",
+        str(env.SUPPLIER_PORT),
+        "--log",
+        env.SUPPLIER_LOG,
     ]
 
 
 def analyst_command(layer: Layer, case_id: str) -> list[str]:
     """The controller's command line in the Job."""
     return [
-        "python", "-m", "app.controller", "run",
-        "--layer", layer.value,
-        "--case", f"{env.CASES_DIR}/{case_id}",
+        "python",
+        "-m",
+        "app.controller",
+        "run",
+        "--layer",
+        layer.value,
+        "--case",
+        f"{env.CASES_DIR}/{case_id}",
     ]
 
 
@@ -177,7 +196,11 @@ def _nono_pod(job: JobInputs) -> dict[str, Any]:
 
 def _analyst_container(job: JobInputs) -> dict[str, Any]:
     variables = env.job_env(
-        namespace=job.namespace, bucket=job.bucket, region=job.region, model_id=job.model_id
+        namespace=job.namespace,
+        bucket=job.bucket,
+        region=job.region,
+        model_id=job.model_id,
+        role_name=job.role_name,
     )
     return {
         "name": "analyst",
@@ -268,6 +291,7 @@ def supplier_pod_spec(*, image: str, case_id: str) -> dict[str, Any]:
                 "volumeMounts": [
                     {"name": "supplier-key", "mountPath": env.SUPPLIER_KEY_DIR, "readOnly": True},
                     {"name": "supplier-tls", "mountPath": env.SUPPLIER_TLS_DIR, "readOnly": True},
+                    {"name": "request-log", "mountPath": env.SUPPLIER_LOG_DIR},
                     {"name": TMP_VOLUME, "mountPath": "/tmp"},
                 ],
             }
@@ -275,6 +299,7 @@ def supplier_pod_spec(*, image: str, case_id: str) -> dict[str, Any]:
         "volumes": [
             _secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
             _secret_volume("supplier-tls", env.SUPPLIER_TLS_SECRET, "tls.crt", "tls.key"),
+            {"name": "request-log", "emptyDir": {}},
             {"name": TMP_VOLUME, "emptyDir": {}},
         ],
     }

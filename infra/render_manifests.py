@@ -16,17 +16,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import yaml  # noqa: E402
+import yaml
 
-from infra.config import PROJECT, REPO_ROOT  # noqa: E402
-from infra.offline import run_program  # noqa: E402
+from infra.config import PROJECT, REPO_ROOT
+from infra.offline import run_program
 
 REDACTED = "<redacted>"
 
 
 def stack_config(stack: str) -> dict[str, Any]:
     """The project's keys of `Pulumi.<stack>.yaml`, without the project prefix."""
-    document = yaml.safe_load((REPO_ROOT / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}
+    document = (
+        yaml.safe_load((REPO_ROOT / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}
+    )
     prefix = f"{PROJECT}:"
     return {
         key.removeprefix(prefix): value

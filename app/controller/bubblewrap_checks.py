@@ -45,10 +45,15 @@ MODEL_KEY_VARIABLES = (
 # The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
 # reach the child), and each takes at most the probe's one scratch pointer.
 STACKED_SYSCALLS = ("getppid", "uname")
+# One syscall the baseline refuses, probed with a zero pid so that, unfiltered, the kernel
+# answers harmlessly and deterministically (no process 0 to trace).
+BASELINE_SAMPLE = "ptrace"
+BASELINE_SAMPLE_KERNEL_ERRNO = "ESRCH"
 # TEST-NET-1 (RFC 5737): never routed on the internet. Only a UDP connect(), which sends
 # nothing, is made to it from the controller.
 NO_ROUTE_PROBE = ("192.0.2.1", 443)
 BOUNDARY_FILE = "boundary-check.txt"
+IDENTITY_FILE = "identity-check.txt"
 MAX_DRAFT_BYTES = 64 * 1024
 
 
@@ -125,20 +130,40 @@ class BubblewrapChecks(LayerChecks):
         return result
 
     def _check_ids(self, tool: dict[str, Any]) -> None:
-        host = self.ctx.tool
-        uid_map, gid_map = [f"{SANDBOX_ID} {host.uid} 1"], [f"{SANDBOX_ID} {host.gid} 1"]
-        ids = f"{SANDBOX_ID} {SANDBOX_ID} {SANDBOX_ID} {SANDBOX_ID}"
+        ids = " ".join([str(SANDBOX_ID)] * 4)  # real, effective, saved, filesystem
+        maps = {"uid_map": tool["uid_map"], "gid_map": tool["gid_map"]}
+        single = all(
+            len(lines) == 1 and lines[0].split()[0::2] == [str(SANDBOX_ID), "1"]
+            for lines in maps.values()
+        )
+        # The map's middle field is relative to the parent user namespace. bwrap nests the
+        # child in a second one whenever it mounts a devpts (--dev), mapping 1000 to that
+        # intermediate namespace's root; the host identity is read on the host, below.
+        nested = any(lines[0].split()[1] == "0" for lines in maps.values() if single and lines)
         self.log.require(
-            host.uid != 0
-            and host.gid != 0
-            and tool["uid_map"] == uid_map
-            and tool["gid_map"] == gid_map
-            and tool["status"]["Uid"] == ids
-            and tool["status"]["Gid"] == ids,
-            f"the reader runs as uid/gid {SANDBOX_ID}, the one id its user namespace maps, "
-            f"and that id is the unprivileged {host.uid}/{host.gid} outside, never 0: "
-            f"uid_map {tool['uid_map']}, gid_map {tool['gid_map']}",
+            single and tool["status"]["Uid"] == ids and tool["status"]["Gid"] == ids,
+            f"the reader runs as uid/gid {SANDBOX_ID}, and its user namespace maps that one id "
+            f"alone: uid_map {tool['uid_map']}, gid_map {tool['gid_map']}"
+            + (
+                " (the outside 0 is root of the intermediate namespace bwrap nests the child "
+                "in to mount /dev/pts, not the host's)"
+                if nested
+                else ""
+            ),
             detail=f"Uid {tool['status']['Uid']}, Gid {tool['status']['Gid']}",
+        )
+        host = self.ctx.tool
+        inside = f"{OUTPUT_MOUNT}/{IDENTITY_FILE}"
+        created = self.layer.run("reader", "create-file", [inside, "owner check\n"]).result
+        owner = None
+        if created["ok"]:
+            st = os.lstat(self.ctx.paths.workspace("reader").output / IDENTITY_FILE)
+            owner = (st.st_uid, st.st_gid)
+        self.log.require(
+            owner == (host.uid, host.gid) and 0 not in owner,
+            f"and on the host that id is the unprivileged uid/gid {host.uid}/{host.gid}, never "
+            f"0: the file the reader creates at {inside} is owned by {host.uid}:{host.gid}",
+            detail=f"owner {owner}, create {created}",
         )
 
     def _check_privileges(self, tool: dict[str, Any]) -> None:
@@ -167,8 +192,7 @@ class BubblewrapChecks(LayerChecks):
             theirs = tool["namespaces"][ns]
             self.log.require(
                 theirs != own[ns],
-                f"the reader is in a {ns} namespace of its own: {theirs}, "
-                f"the controller's is {own[ns]}",
+                f"the reader has its own {ns} namespace: {theirs}, not the controller's {own[ns]}",
             )
         expected = hostname_for("reader")
         mine = socket.gethostname()
@@ -178,16 +202,18 @@ class BubblewrapChecks(LayerChecks):
             detail=f"observed {tool['hostname']!r}",
         )
 
-    def _forbidden_dirs(self, role: Role) -> dict[str, Path]:
-        dirs = {
-            "the supplier key's directory": self.ctx.supplier.key_file.parent,
-            f"the directory of {self.ctx.aws_credential.description}": (
-                self.ctx.aws_credential.path.parent
-            ),
-        }
+    def _forbidden_dirs(self, role: Role) -> dict[Path, list[str]]:
+        """Host directories no mount of `role` may reach, each with what it holds."""
+        dirs: dict[Path, list[str]] = {}
+        dirs.setdefault(self.ctx.supplier.key_file.parent, []).append("the supplier key")
+        dirs.setdefault(self.ctx.aws_credential.path.parent, []).append(
+            self.ctx.aws_credential.description
+        )
         for other in ROLES:
             if other != role:
-                dirs[f"the {other}'s directory"] = self.ctx.paths.workspace(other).root
+                dirs.setdefault(self.ctx.paths.workspace(other).root, []).append(
+                    f"the {other}'s files"
+                )
         return dirs
 
     def _check_mounts(self, tool: dict[str, Any]) -> None:
@@ -205,14 +231,11 @@ class BubblewrapChecks(LayerChecks):
             detail=f"not named: {unnamed}, named but absent: {absent}",
         )
         forbidden = self._forbidden_dirs("reader")
-        exposed = {
-            label: [m for m in observed if _overlaps(m, path)] for label, path in forbidden.items()
-        }
+        exposed = sorted({m for m in observed for path in forbidden if _overlaps(m, path)})
         self.log.require(
-            not any(exposed.values()),
-            f"so none of {_join(f'{label} ({path})' for label, path in forbidden.items())} "
-            "is in it, at or above or below",
-            detail=f"exposed by: { {k: v for k, v in exposed.items() if v} }",
+            not exposed,
+            f"so no mount in it is at, above or below {_describe_dirs(forbidden)}",
+            detail=f"exposed by {exposed}",
         )
 
     def _check_environment(self, tool: dict[str, Any]) -> None:
@@ -335,6 +358,25 @@ class BubblewrapChecks(LayerChecks):
             "so what refuses the reader a further user namespace is --disable-userns",
         )
 
+        # The baseline itself: the same call with no filter at all reaches the kernel, which
+        # gives its own answer; with the baseline, the filter answers first.
+        number = resolve_syscall(BASELINE_SAMPLE)
+        unfiltered = self.layer.run_confined(
+            "reader", "syscall", [str(number)], baseline=False, purpose="baseline control"
+        ).result
+        self.log.require(
+            unfiltered["ok"] is False and unfiltered["errno"] == BASELINE_SAMPLE_KERNEL_ERRNO,
+            f"with no seccomp filter, the reader's {BASELINE_SAMPLE} call (syscall {number}, "
+            f"numbered by libseccomp) reaches the kernel, which answers "
+            f"{BASELINE_SAMPLE_KERNEL_ERRNO}",
+            detail=f"observed {unfiltered}",
+        )
+        self._expect_errno(
+            self.layer.run("reader", "syscall", [str(number)]),
+            "EPERM",
+            f"so the baseline filter is what refuses {BASELINE_SAMPLE}",
+        )
+
         numbers = {name: resolve_syscall(name) for name in STACKED_SYSCALLS}
         self.readings["stacked_syscall_numbers"] = numbers
         for name, number in numbers.items():
@@ -391,8 +433,8 @@ class BubblewrapChecks(LayerChecks):
                 beyond = True
                 self.log.require(
                     not ipaddress.ip_address(source).is_loopback,
-                    f"the controller's kernel routes {probe_address} (TEST-NET-1) from its "
-                    f"address {source}: a UDP connect(), which sends no packet",
+                    f"the controller's own kernel has a route to {probe_address} (TEST-NET-1), "
+                    f"from {source}: shown by a UDP connect(), which sends no packet",
                 )
         for role in ROLES:
             names = self.layer.run(role, "interfaces", []).result["interfaces"]
@@ -412,8 +454,8 @@ class BubblewrapChecks(LayerChecks):
                     self._expect_errno(
                         self.layer.run(role, "tcp-connect", [probe_address, str(probe_port)]),
                         "ENETUNREACH",
-                        f"and the {role} has no route beyond its loopback: "
-                        f"{probe_address}:{probe_port}",
+                        f"and beyond its loopback the {role} has no route at all, not even to "
+                        f"{probe_address}:{probe_port}, which the controller's kernel routes",
                     )
             else:
                 self._expect_errno(
@@ -431,7 +473,10 @@ class BubblewrapChecks(LayerChecks):
         body = _read_regular(draft_path, MAX_DRAFT_BYTES)
         case_id = self.ctx.case.case_id
         reply = self.ctx.supplier_client.request(
-            "POST", f"/cases/{case_id}/recommendations", body=body
+            "POST",
+            f"/cases/{case_id}/recommendations",
+            body=body,
+            content_type="text/plain; charset=utf-8",
         )
         self.readings["draft_submission"] = {
             "sha256": hashlib.sha256(body).hexdigest(),
@@ -476,9 +521,17 @@ def _overlaps(mount_point: str, host_dir: Path) -> bool:
     )
 
 
-def _join(items: Iterable[str]) -> str:
+def _join(items: Iterable[str], conjunction: str) -> str:
     parts = list(items)
-    return ", ".join(parts[:-1]) + f" or {parts[-1]}" if len(parts) > 1 else "".join(parts)
+    return ", ".join(parts[:-1]) + f" {conjunction} {parts[-1]}" if len(parts) > 1 else parts[0]
+
+
+def _describe_dirs(dirs: dict[Path, list[str]]) -> str:
+    """ "the directory of A and B (/p), ... or the directory of C (/q)"."""
+    return _join(
+        (f"the directory of {_join(what, 'and')} ({path})" for path, what in dirs.items()),
+        "or",
+    )
 
 
 def _read_regular(path: Path, limit: int) -> bytes:

@@ -95,6 +95,6 @@ class LayerChecks(ABC):
     def submit_draft(self, draft_path: Path) -> None:
         """Has the draft submitted to the supplier (201) the way this layer allows."""
 
-    def correlation_expectations(self) -> dict[str, Any]:
-        """What this layer expects the supplier's own log to hold, beyond the controller's calls."""
-        return {}
+    # A layer whose roles make supplier calls also shows one refused before the supplier; the
+    # correlation check then requires the run's record to hold such a refusal.
+    expects_refused_operation: bool = False

@@ -81,7 +81,7 @@ class LocalEnvironment(RunEnvironment):
     expected_credential_method = "shared-credentials-file"
     credential_source = "the run's own credentials file (the analyst role, assumed from moto's IAM)"
     bedrock = False
-    model_description = "the offline model (a deterministic Strands model; no Bedrock here)"
+    model_description = "the offline model, a deterministic Strands model: no Bedrock locally"
 
     def __init__(self, case_dir: Path, case: Case, tool: ToolIdentity, base: Path) -> None:
         self.case_dir, self.case, self.tool = case_dir, case, tool
@@ -106,11 +106,8 @@ class LocalEnvironment(RunEnvironment):
         return OfflineModel()
 
     def caller_matches(self, arn: str) -> bool:
-        # An assumed-role ARN names the role and the session: arn:aws:sts::<acct>:assumed-role/<role>/<session>
-        return arn.startswith(
-            self.expected_caller.replace(":iam::", ":sts::").replace(":role/", ":assumed-role/")
-            + "/"
-        )
+        # moto reports the assumed-role session ARN that the run's own AssumeRole created.
+        return arn == self.expected_caller
 
 
 class ClusterEnvironment(RunEnvironment):

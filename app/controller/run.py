@@ -296,7 +296,7 @@ class CaseRun:
         answer, record = run_model_turn(env.model(), self.evidence_for_model(comparison))
         checks.require(
             record.tool_calls == ["get_case_evidence"],
-            f"the model ({env.model_description}) called the evidence tool once",
+            f"the model called the evidence tool once ({env.model_description})",
             detail=f"tool calls {record.tool_calls}",
         )
         if env.bedrock:
@@ -390,7 +390,7 @@ class CaseRun:
     def report_prefix(self) -> str:
         return f"reports/{self.case.case_id}/{self.ctx.run_id}/"
 
-    def correlation(self) -> dict[str, Any]:
+    def correlation(self, expects_refused_operation: bool) -> dict[str, Any]:
         checks, ctx = self.checks, self.ctx
         checks.begin("correlation")
         calls = ctx.supplier_client.calls.as_json()
@@ -398,8 +398,8 @@ class CaseRun:
         checks.require(
             not result.problems,
             f"the supplier API's own log holds every request of this run that reached it exactly "
-            f"once ({result.arrived_once} requests) and none that was refused "
-            f"({result.refused_never_arrived} refused requests never arrived)",
+            f"once ({result.matched} requests) and none that was refused "
+            f"({result.refused_calls} refused requests never arrived)",
             detail="; ".join(result.problems),
         )
         checks.require(
@@ -407,9 +407,15 @@ class CaseRun:
             "the run's record includes a successful availability read and an accepted draft",
             detail=f"read {result.had_successful_read}, draft {result.had_accepted_draft}",
         )
+        if expects_refused_operation:
+            checks.require(
+                result.had_refused_operation,
+                "and at least one refused operation, so an empty upstream log could not pass this",
+                detail="no call of this run was refused before the supplier",
+            )
         return {
-            "arrived_once": result.arrived_once,
-            "refused_never_arrived": result.refused_never_arrived,
+            "arrived_once": result.matched,
+            "refused_never_arrived": result.refused_calls,
             "had_refused_operation": result.had_refused_operation,
         }
 
@@ -510,7 +516,7 @@ def run_case(
         comparison = run.business(availability, suite.submit_draft)
         chosen, answer, usage = run.model(comparison)
         run.report(chosen, answer, comparison)
-        correlation = run.correlation()
+        correlation = run.correlation(suite.expects_refused_operation)
         run.finish(usage, correlation)
         copied = _copy_out(
             paths.run, options.out_dir or options.out_parent / options.layer / paths.run_id
@@ -519,7 +525,7 @@ def run_case(
         print(f"ANALYST_COMPLETE={paths.run_id}", file=out)
         print(f"{checks.passed} checks passed", file=out)
         if checks.skipped:
-            print(f"  {checks.skipped} checks skipped (listed above with the reason)", file=out)
+            print(f"  {checks.skipped} skipped (listed above with the reason; not counted)", file=out)
         print(f"  model: {env.model_description}", file=out)
         print(f"  recommendation: {copied / 'recommendation.md'}", file=out)
         print(f"  evidence:       {copied / 'evidence.json'}", file=out)

@@ -53,7 +53,9 @@ class ClusterAccess(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, providers={"aws": self._aws}),
         )
 
-    def _look_up_cluster(self, created: eks.Cluster | None) -> pulumi.Output[aws.eks.GetClusterResult]:
+    def _look_up_cluster(
+        self, created: eks.Cluster | None
+    ) -> pulumi.Output[aws.eks.GetClusterResult]:
         # One path for both modes: a created cluster is read back by name once it exists, so
         # the provider is built from the same fields whichever mode made the cluster.
         return aws.eks.get_cluster_output(
@@ -63,7 +65,9 @@ class ClusterAccess(pulumi.ComponentResource):
             ),
         )
 
-    def _create_provider(self, name: str, found: pulumi.Output[aws.eks.GetClusterResult]) -> k8s.Provider:
+    def _create_provider(
+        self, name: str, found: pulumi.Output[aws.eks.GetClusterResult]
+    ) -> k8s.Provider:
         kubeconfig = found.apply(
             lambda cluster: json.dumps(
                 exec_kubeconfig(

@@ -17,6 +17,7 @@ class AnalystIdentity(pulumi.ComponentResource):
     """The AWS identity the analyst's pod gets through EKS Pod Identity."""
 
     role_arn: pulumi.Output[str]
+    role_name: pulumi.Output[str]
     association_id: pulumi.Output[str]
 
     def __init__(
@@ -35,7 +36,7 @@ class AnalystIdentity(pulumi.ComponentResource):
         role = aws.iam.Role(
             f"{name}-role",
             assume_role_policy=json.dumps(pod_identity_trust_policy()),
-            description=f"Procurement analyst ({pulumi.get_stack()}): S3 case access and one Bedrock model",
+            description=f"Procurement analyst ({pulumi.get_stack()}): its case, one model",
             opts=self._opts,
         )
         self._attach_storage_policy(name, role, bucket_name, config.case_id)
@@ -49,8 +50,15 @@ class AnalystIdentity(pulumi.ComponentResource):
             opts=self._opts,
         )
         self.role_arn = role.arn
+        self.role_name = role.name
         self.association_id = association.association_id
-        self.register_outputs({"role_arn": self.role_arn, "association_id": self.association_id})
+        self.register_outputs(
+            {
+                "role_arn": self.role_arn,
+                "role_name": self.role_name,
+                "association_id": self.association_id,
+            }
+        )
 
     def _attach_storage_policy(
         self, name: str, role: aws.iam.Role, bucket_name: pulumi.Input[str], case_id: str

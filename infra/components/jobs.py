@@ -25,6 +25,7 @@ class AnalystJobs(pulumi.ComponentResource):
         service_account: pulumi.Output[str],
         image: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
+        role_name: pulumi.Input[str],
         provider: k8s.Provider,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -41,17 +42,20 @@ class AnalystJobs(pulumi.ComponentResource):
         )
         self.job_names = {}
         for layer in config.layers:
-            spec = pulumi.Output.all(image, bucket_name, service_account, namespace).apply(
+            spec = pulumi.Output.all(
+                image=image,
+                bucket=bucket_name,
+                role_name=role_name,
+                service_account=service_account,
+                namespace=namespace,
+            ).apply(
                 lambda values, layer=layer: job_spec(
                     JobInputs(
                         layer=layer,
-                        image=values[0],
-                        bucket=values[1],
-                        service_account=values[2],
-                        namespace=values[3],
                         case_id=config.case_id,
                         region=config.region,
                         model_id=config.model_id,
+                        **values,
                     )
                 )
             )

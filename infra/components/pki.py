@@ -59,12 +59,17 @@ class SupplierSecrets(pulumi.ComponentResource):
         self.register_outputs({"ca_cert_pem": self.ca_cert_pem, "supplier_key": self.supplier_key})
 
     def _create_ca(self, name: str) -> tuple[tls.PrivateKey, tls.SelfSignedCert]:
-        key = tls.PrivateKey(f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=self._child)
+        key = tls.PrivateKey(
+            f"{name}-ca-key", algorithm="ECDSA", ecdsa_curve="P256", opts=self._child
+        )
         cert = tls.SelfSignedCert(
             f"{name}-ca",
             private_key_pem=key.private_key_pem,
             is_ca_certificate=True,
-            subject={"common_name": "procurement-analyst supplier CA", "organization": "procurement-analyst"},
+            subject={
+                "common_name": "procurement-analyst supplier CA",
+                "organization": "procurement-analyst",
+            },
             validity_period_hours=CA_VALIDITY_HOURS,
             early_renewal_hours=EARLY_RENEWAL_HOURS,
             allowed_uses=["cert_signing", "crl_signing", "digital_signature"],
@@ -73,13 +78,23 @@ class SupplierSecrets(pulumi.ComponentResource):
         return key, cert
 
     def _create_server_cert(
-        self, name: str, namespace: pulumi.Output[str], ca_key: tls.PrivateKey, ca_cert: tls.SelfSignedCert
+        self,
+        name: str,
+        namespace: pulumi.Output[str],
+        ca_key: tls.PrivateKey,
+        ca_cert: tls.SelfSignedCert,
     ) -> tuple[tls.PrivateKey, tls.LocallySignedCert]:
-        key = tls.PrivateKey(f"{name}-server-key", algorithm="ECDSA", ecdsa_curve="P256", opts=self._child)
+        key = tls.PrivateKey(
+            f"{name}-server-key", algorithm="ECDSA", ecdsa_curve="P256", opts=self._child
+        )
         request = tls.CertRequest(
             f"{name}-server-csr",
             private_key_pem=key.private_key_pem,
-            subject={"common_name": namespace.apply(lambda ns: env.service_host(env.SUPPLIER_SERVICE, ns))},
+            subject={
+                "common_name": namespace.apply(
+                    lambda ns: env.service_host(env.SUPPLIER_SERVICE, ns)
+                )
+            },
             dns_names=namespace.apply(supplier_dns_names),
             opts=self._child,
         )
@@ -96,7 +111,11 @@ class SupplierSecrets(pulumi.ComponentResource):
         return key, cert
 
     def _store(
-        self, name: str, namespace: pulumi.Output[str], server_key: tls.PrivateKey, server_cert: tls.LocallySignedCert
+        self,
+        name: str,
+        namespace: pulumi.Output[str],
+        server_key: tls.PrivateKey,
+        server_cert: tls.LocallySignedCert,
     ) -> None:
         # Output.secret marks the values secret before they reach the Secret's inputs, and
         # additional_secret_outputs keeps what the API server echoes back secret in state too.
@@ -105,14 +124,22 @@ class SupplierSecrets(pulumi.ComponentResource):
         )
         k8s.core.v1.Secret(
             f"{name}-key",
-            metadata={"name": env.SUPPLIER_KEY_SECRET, "namespace": namespace, "labels": labels("supplier-api")},
+            metadata={
+                "name": env.SUPPLIER_KEY_SECRET,
+                "namespace": namespace,
+                "labels": labels("supplier-api"),
+            },
             type="Opaque",
             string_data={env.SUPPLIER_KEY_ITEM: self.supplier_key},
             opts=secret_opts,
         )
         k8s.core.v1.Secret(
             f"{name}-tls",
-            metadata={"name": env.SUPPLIER_TLS_SECRET, "namespace": namespace, "labels": labels("supplier-api")},
+            metadata={
+                "name": env.SUPPLIER_TLS_SECRET,
+                "namespace": namespace,
+                "labels": labels("supplier-api"),
+            },
             type="kubernetes.io/tls",
             string_data={
                 "tls.crt": pulumi.Output.secret(server_cert.cert_pem),
@@ -122,7 +149,11 @@ class SupplierSecrets(pulumi.ComponentResource):
         )
         k8s.core.v1.ConfigMap(
             f"{name}-ca-bundle",
-            metadata={"name": env.SUPPLIER_CA_CONFIGMAP, "namespace": namespace, "labels": labels("analyst")},
+            metadata={
+                "name": env.SUPPLIER_CA_CONFIGMAP,
+                "namespace": namespace,
+                "labels": labels("analyst"),
+            },
             data={env.SUPPLIER_CA_ITEM: self.ca_cert_pem},
             opts=self._k8s,
         )

@@ -1,4 +1,4 @@
-"""Storage: the case bucket, locked down, and the case, its proposals and one other case's object."""
+"""Storage: the locked-down case bucket, the case, its proposals and one other case's object."""
 
 from __future__ import annotations
 
@@ -74,7 +74,9 @@ class CaseStore(pulumi.ComponentResource):
             bucket_prefix="procurement-analyst-",
             force_destroy=not retain,
             # Retained: `pulumi destroy` forgets the bucket and leaves it, reports and all.
-            opts=pulumi.ResourceOptions.merge(self._opts, pulumi.ResourceOptions(retain_on_delete=retain)),
+            opts=pulumi.ResourceOptions.merge(
+                self._opts, pulumi.ResourceOptions(retain_on_delete=retain)
+            ),
         )
 
     def _lock_down(self, name: str, bucket: aws.s3.Bucket, config: StackConfig) -> None:

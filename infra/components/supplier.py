@@ -33,10 +33,16 @@ class SupplierApi(pulumi.ComponentResource):
     ) -> None:
         super().__init__("analyst:supplier:SupplierApi", name, None, opts)
         # depends_on: what the pod mounts (the key and TLS Secrets) must exist before it starts.
-        self._k8s = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
+        self._k8s = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=list(depends_on)
+        )
         deployment = k8s.apps.v1.Deployment(
             f"{name}-deployment",
-            metadata={"name": env.SUPPLIER_SERVICE, "namespace": namespace, "labels": labels(env.SUPPLIER_SERVICE)},
+            metadata={
+                "name": env.SUPPLIER_SERVICE,
+                "namespace": namespace,
+                "labels": labels(env.SUPPLIER_SERVICE),
+            },
             spec={
                 "replicas": 1,
                 "selector": {"matchLabels": SELECTOR},
@@ -54,17 +60,33 @@ class SupplierApi(pulumi.ComponentResource):
         for service in (env.SUPPLIER_SERVICE, env.SUPPLIER_ALIAS_SERVICE):
             self._create_service(name, service, namespace)
         self.deployment_name = deployment.metadata.name
-        self.urls = [env.supplier_url(s, namespace_name) for s in (env.SUPPLIER_SERVICE, env.SUPPLIER_ALIAS_SERVICE)]
+        self.urls = [
+            env.supplier_url(s, namespace_name)
+            for s in (env.SUPPLIER_SERVICE, env.SUPPLIER_ALIAS_SERVICE)
+        ]
         self.register_outputs({"deployment_name": self.deployment_name, "urls": self.urls})
 
-    def _create_service(self, name: str, service: str, namespace: pulumi.Output[str]) -> k8s.core.v1.Service:
+    def _create_service(
+        self, name: str, service: str, namespace: pulumi.Output[str]
+    ) -> k8s.core.v1.Service:
         return k8s.core.v1.Service(
             f"{name}-{service}",
-            metadata={"name": service, "namespace": namespace, "labels": labels(env.SUPPLIER_SERVICE)},
+            metadata={
+                "name": service,
+                "namespace": namespace,
+                "labels": labels(env.SUPPLIER_SERVICE),
+            },
             spec={
                 "type": "ClusterIP",
                 "selector": SELECTOR,
-                "ports": [{"name": "https", "port": env.SUPPLIER_PORT, "targetPort": "https", "protocol": "TCP"}],
+                "ports": [
+                    {
+                        "name": "https",
+                        "port": env.SUPPLIER_PORT,
+                        "targetPort": "https",
+                        "protocol": "TCP",
+                    }
+                ],
             },
             opts=self._k8s,
         )

@@ -27,7 +27,9 @@ class Workspace(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:workspace:Workspace", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(parent=self, provider=provider, depends_on=list(depends_on))
+        k8s_opts = pulumi.ResourceOptions(
+            parent=self, provider=provider, depends_on=list(depends_on)
+        )
         created = k8s.core.v1.Namespace(
             f"{name}-namespace",
             metadata={"name": namespace, "labels": labels("procurement-analyst")},
@@ -45,4 +47,6 @@ class Workspace(pulumi.ComponentResource):
         )
         self.namespace = created.metadata.name
         self.service_account = account.metadata.name
-        self.register_outputs({"namespace": self.namespace, "service_account": self.service_account})
+        self.register_outputs(
+            {"namespace": self.namespace, "service_account": self.service_account}
+        )

@@ -32,7 +32,9 @@ class StackRun:
 
     def one(self, type_: str, name: str | None = None) -> dict[str, Any]:
         found = [r for r in self.of_type(type_) if name is None or r["name"] == name]
-        assert len(found) == 1, f"expected one {type_} {name or ''}, found {[r['urn'] for r in found]}"
+        assert len(found) == 1, (
+            f"expected one {type_} {name or ''}, found {[r['urn'] for r in found]}"
+        )
         return found[0]
 
     def by_urn(self, urn: str) -> dict[str, Any]:

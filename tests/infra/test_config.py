@@ -1,4 +1,4 @@
-"""The typed stack config: defaults, the project file's descriptions, the dev stack, and refusals."""
+"""The typed stack config: defaults, Pulumi.yaml's descriptions, the dev stack, refusals."""
 
 from __future__ import annotations
 
@@ -35,8 +35,12 @@ def test_every_key_is_described_in_the_project_file_with_the_code_default() -> N
         assert declared[key].get("description"), f"Pulumi.yaml has no description for {key}"
         value = getattr(defaults, field)
         expected = [item.value for item in value] if isinstance(value, tuple) else value
-        assert declared[key]["default"] == expected, f"{key}: Pulumi.yaml and infra/config.py disagree"
-    assert set(declared) == set(config_keys().values()), "Pulumi.yaml describes a key the code lacks"
+        assert declared[key]["default"] == expected, (
+            f"{key}: Pulumi.yaml and infra/config.py disagree"
+        )
+    assert set(declared) == set(config_keys().values()), (
+        "Pulumi.yaml describes a key the code lacks"
+    )
 
 
 def test_the_dev_stack_is_valid() -> None:
@@ -47,24 +51,60 @@ def test_the_dev_stack_is_valid() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        ({"clusterMode": "borrow"}, "procurement-analyst:clusterMode: allowed values are 'existing' or 'create'"),
-        ({"imageMode": "pull"}, "procurement-analyst:imageMode: allowed values are 'build' or 'prebuilt'"),
-        ({"layers": ["bubblewrap", "firejail"]}, "procurement-analyst:layers[1]: allowed values are 'bubblewrap' or 'nono'"),
-        ({"layers": []}, "procurement-analyst:layers: must name each of bubblewrap, nono at most once"),
-        ({"layers": ["nono", "nono"]}, "procurement-analyst:layers: must name each of bubblewrap, nono at most once"),
-        ({"bucketOnDestroy": "delete"}, "procurement-analyst:bucketOnDestroy: allowed values are 'retain' or 'force-destroy'"),
-        ({"kubernetesVersion": "1.35"}, "procurement-analyst:kubernetesVersion: must be a MAJOR.MINOR version of at least 1.36"),
-        ({"caseId": "rfp-404"}, "procurement-analyst:caseId: has no folder cases/rfp-404/case.json; allowed: rfp-001, rfp-other"),
+        (
+            {"clusterMode": "borrow"},
+            "procurement-analyst:clusterMode: allowed values are 'existing' or 'create'",
+        ),
+        (
+            {"imageMode": "pull"},
+            "procurement-analyst:imageMode: allowed values are 'build' or 'prebuilt'",
+        ),
+        (
+            {"layers": ["bubblewrap", "firejail"]},
+            "procurement-analyst:layers[1]: allowed values are 'bubblewrap' or 'nono'",
+        ),
+        (
+            {"layers": []},
+            "procurement-analyst:layers: must name each of bubblewrap, nono at most once",
+        ),
+        (
+            {"layers": ["nono", "nono"]},
+            "procurement-analyst:layers: must name each of bubblewrap, nono at most once",
+        ),
+        (
+            {"bucketOnDestroy": "delete"},
+            "procurement-analyst:bucketOnDestroy: allowed values are 'retain' or 'force-destroy'",
+        ),
+        (
+            {"kubernetesVersion": "1.35"},
+            "procurement-analyst:kubernetesVersion: must be a MAJOR.MINOR version of at least 1.36",
+        ),
+        (
+            {"caseId": "rfp-404"},
+            "procurement-analyst:caseId: has no folder cases/rfp-404/case.json; "
+            "allowed: rfp-001, rfp-other",
+        ),
         ({"caseId": "../etc"}, "procurement-analyst:caseId: must match"),
         ({"runTrigger": "Run 2"}, "procurement-analyst:runTrigger: must match"),
         ({"region": "mars-1"}, "procurement-analyst:region: must be an AWS Region name"),
         ({"namespace": "Analyst"}, "procurement-analyst:namespace: must be a DNS-1123 label"),
-        ({"modelId": "x y"}, "procurement-analyst:modelId: must be a Bedrock model or inference profile id"),
-        ({"bucketVersioning": "sometimes"}, "procurement-analyst:bucketVersioning: Input should be a valid boolean"),
-        ({"imageMode": "prebuilt", "analystImage": "repo/analyst@sha256:1"}, "imageMode prebuilt needs supplierImage"),
+        (
+            {"modelId": "x y"},
+            "procurement-analyst:modelId: must be a Bedrock model or inference profile id",
+        ),
+        (
+            {"bucketVersioning": "sometimes"},
+            "procurement-analyst:bucketVersioning: Input should be a valid boolean",
+        ),
+        (
+            {"imageMode": "prebuilt", "analystImage": "repo/analyst@sha256:1"},
+            "imageMode prebuilt needs supplierImage",
+        ),
     ],
 )
-def test_a_bad_value_names_its_key_and_what_it_accepts(raw: dict[str, object], expected: str) -> None:
+def test_a_bad_value_names_its_key_and_what_it_accepts(
+    raw: dict[str, object], expected: str
+) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_config(raw)
     assert expected in str(caught.value)
@@ -74,7 +114,10 @@ def test_the_program_stops_on_a_bad_value_before_creating_anything() -> None:
     failure = run_failing(clusterMode="borrow")
     assert failure.returncode == 2
     assert "ConfigError" in failure.stderr
-    assert "procurement-analyst:clusterMode: allowed values are 'existing' or 'create' (got 'borrow')" in failure.stderr
+    assert (
+        "procurement-analyst:clusterMode: allowed values are 'existing' or 'create' (got 'borrow')"
+        in failure.stderr
+    )
 
 
 def test_a_list_key_accepts_the_yaml_and_the_command_line_form() -> None:

@@ -35,12 +35,16 @@ def test_every_component_is_registered_once_and_owns_children(default_stack: Sta
         assert children, f"component {registered['urn']} has no children"
 
 
-def test_every_resource_outside_the_providers_is_parented_to_a_component(default_stack: StackRun) -> None:
+def test_every_resource_outside_the_providers_is_parented_to_a_component(
+    default_stack: StackRun,
+) -> None:
     component_urns = {r["urn"] for r in default_stack.resources if r["type"] in COMPONENTS}
     for resource in default_stack.resources:
         if resource["type"] in COMPONENTS or resource["type"] == AWS_PROVIDER_TYPE:
             continue
-        assert resource["parent"] in component_urns, f"{resource['urn']} is not parented to a component"
+        assert resource["parent"] in component_urns, (
+            f"{resource['urn']} is not parented to a component"
+        )
 
 
 def test_every_kubernetes_object_uses_the_explicit_provider(default_stack: StackRun) -> None:
@@ -72,7 +76,9 @@ def test_the_existing_cluster_is_read_and_never_created(default_stack: StackRun)
     ), f"{provider['urn']} has no stable cluster identifier"
 
 
-def test_the_provider_authenticates_with_an_exec_token_from_the_cluster_lookup(default_stack: StackRun) -> None:
+def test_the_provider_authenticates_with_an_exec_token_from_the_cluster_lookup(
+    default_stack: StackRun,
+) -> None:
     import json
 
     provider = default_stack.one(K8S_PROVIDER_TYPE)
@@ -83,7 +89,12 @@ def test_the_provider_authenticates_with_an_exec_token_from_the_cluster_lookup(d
     user = kubeconfig["users"][0]["user"]
     assert "token" not in user, f"{provider['urn']} stores a token in state"
     assert user["exec"]["command"] == "aws"
-    assert user["exec"]["args"][2:6] == ["eks", "get-token", "--cluster-name", "procurement-analyst"]
+    assert user["exec"]["args"][2:6] == [
+        "eks",
+        "get-token",
+        "--cluster-name",
+        "procurement-analyst",
+    ]
 
 
 def test_create_mode_makes_an_auto_mode_cluster_with_api_authentication() -> None:
@@ -93,9 +104,12 @@ def test_create_mode_makes_an_auto_mode_cluster_with_api_authentication() -> Non
     assert cluster["inputs"]["version"] == "1.37", cluster["urn"]
     assert cluster["inputs"]["authenticationMode"] == "API", cluster["urn"]
     assert cluster["inputs"]["autoMode"]["enabled"] is True, cluster["urn"]
-    assert stack.provider_urn(cluster["provider"]) == "" or "aws" in cluster["provider"]
+    aws_provider = stack.one(AWS_PROVIDER_TYPE)
+    assert stack.provider_urn(cluster["providers"]["aws"]) == aws_provider["urn"], cluster["urn"]
     provider = stack.one(K8S_PROVIDER_TYPE)
-    assert cluster["urn"] in provider["dependencies"] or stack.one(RUNTIME_CLASS)
+    assert cluster["urn"] in provider["dependencies"], (
+        f"{provider['urn']} connects before the cluster exists"
+    )
     association = stack.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert association["inputs"]["clusterName"] == "analyst-new", association["urn"]
 
@@ -115,7 +129,9 @@ def test_workloads_wait_for_the_runtime_class(default_stack: StackRun) -> None:
             )
 
 
-def test_build_mode_creates_scanned_immutable_repositories_and_builds_both_images(default_stack: StackRun) -> None:
+def test_build_mode_creates_scanned_immutable_repositories_and_builds_both_images(
+    default_stack: StackRun,
+) -> None:
     repositories = default_stack.of_type("aws:ecr/repository:Repository")
     assert sorted(r["inputs"]["name"] for r in repositories) == [
         "procurement-analyst/dev/analyst",
@@ -123,8 +139,13 @@ def test_build_mode_creates_scanned_immutable_repositories_and_builds_both_image
     ]
     for repository in repositories:
         assert repository["inputs"]["imageTagMutability"] == "IMMUTABLE", repository["urn"]
-        assert repository["inputs"]["imageScanningConfiguration"] == {"scanOnPush": True}, repository["urn"]
-    images = {r["inputs"]["dockerfile"]["location"]: r for r in default_stack.of_type("docker-build:index:Image")}
+        assert repository["inputs"]["imageScanningConfiguration"] == {"scanOnPush": True}, (
+            repository["urn"]
+        )
+    images = {
+        r["inputs"]["dockerfile"]["location"]: r
+        for r in default_stack.of_type("docker-build:index:Image")
+    }
     assert set(images) == {"Dockerfile.analyst", "Dockerfile.supplier-api"}
     for image in images.values():
         assert image["inputs"]["push"] is True, image["urn"]
@@ -154,28 +175,47 @@ def test_prebuilt_mode_builds_nothing_and_runs_the_given_references() -> None:
 def test_one_job_per_enabled_layer(layers: list[str]) -> None:
     stack = run_stack(layers=layers, runTrigger="r7")
     jobs = stack.of_type("kubernetes:batch/v1:Job")
-    assert sorted(j["inputs"]["metadata"]["name"] for j in jobs) == sorted(f"analyst-{layer}-r7" for layer in layers)
+    assert sorted(j["inputs"]["metadata"]["name"] for j in jobs) == sorted(
+        f"analyst-{layer}-r7" for layer in layers
+    )
     assert stack.outputs["jobNames"] == {layer: f"analyst-{layer}-r7" for layer in layers}
 
 
 def test_the_bucket_is_locked_down(default_stack: StackRun) -> None:
     bucket = default_stack.one("aws:s3/bucket:Bucket")
-    children = {r["type"]: r for r in default_stack.resources if r["dependencies"] and bucket["urn"] in r["dependencies"]}
+    children = {
+        r["type"]: r
+        for r in default_stack.resources
+        if r["dependencies"] and bucket["urn"] in r["dependencies"]
+    }
     block = children["aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"]["inputs"]
-    for flag in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets"):
+    for flag in (
+        "blockPublicAcls",
+        "blockPublicPolicy",
+        "ignorePublicAcls",
+        "restrictPublicBuckets",
+    ):
         assert block[flag] is True, f"{bucket['urn']}: public access block leaves {flag} off"
-    encryption = children["aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"]
+    encryption = children[
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration"
+    ]
     rule = encryption["inputs"]["rules"][0]["applyServerSideEncryptionByDefault"]
     assert rule["sseAlgorithm"] == "AES256", encryption["urn"]
     versioning = children["aws:s3/bucketVersioning:BucketVersioning"]
-    assert versioning["inputs"]["versioningConfiguration"] == {"status": "Enabled"}, versioning["urn"]
+    assert versioning["inputs"]["versioningConfiguration"] == {"status": "Enabled"}, versioning[
+        "urn"
+    ]
 
 
-def test_the_bucket_is_retained_by_default_and_force_destroyed_on_request(default_stack: StackRun) -> None:
+def test_the_bucket_is_retained_by_default_and_force_destroyed_on_request(
+    default_stack: StackRun,
+) -> None:
     retained = default_stack.one("aws:s3/bucket:Bucket")
     assert retained["retain_on_delete"] is True, retained["urn"]
     assert retained["inputs"]["forceDestroy"] is False, retained["urn"]
-    destroyed = run_stack(bucketOnDestroy="force-destroy", bucketVersioning=False).one("aws:s3/bucket:Bucket")
+    destroyed = run_stack(bucketOnDestroy="force-destroy", bucketVersioning=False).one(
+        "aws:s3/bucket:Bucket"
+    )
     assert destroyed["retain_on_delete"] is False, destroyed["urn"]
     assert destroyed["inputs"]["forceDestroy"] is True, destroyed["urn"]
 
@@ -186,7 +226,9 @@ def test_versioning_can_be_left_off() -> None:
 
 
 def test_the_case_its_proposals_and_one_other_case_are_uploaded(default_stack: StackRun) -> None:
-    objects = {r["inputs"]["key"]: r for r in default_stack.of_type("aws:s3/bucketObjectv2:BucketObjectv2")}
+    objects = {
+        r["inputs"]["key"]: r for r in default_stack.of_type("aws:s3/bucketObjectv2:BucketObjectv2")
+    }
     assert set(objects) == {
         "cases/rfp-001/case.json",
         "proposals/rfp-001/cedar.json",
@@ -197,38 +239,66 @@ def test_the_case_its_proposals_and_one_other_case_are_uploaded(default_stack: S
     assert objects["proposals/rfp-001/harbor.json"]["inputs"]["source"]["__asset__"].endswith(
         "cases/rfp-001/proposals/harbor.json"
     )
-    assert objects["cases/rfp-other/case.json"]["inputs"]["source"]["__asset__"].endswith("cases/rfp-other/case.json")
+    assert objects["cases/rfp-other/case.json"]["inputs"]["source"]["__asset__"].endswith(
+        "cases/rfp-other/case.json"
+    )
 
 
 def test_the_supplier_api_has_two_cluster_ip_services_on_one_pod(default_stack: StackRun) -> None:
     deployment = default_stack.one("kubernetes:apps/v1:Deployment")
     pod_labels = deployment["inputs"]["spec"]["template"]["metadata"]["labels"]
-    services = {s["inputs"]["metadata"]["name"]: s for s in default_stack.of_type("kubernetes:core/v1:Service")}
+    services = {
+        s["inputs"]["metadata"]["name"]: s
+        for s in default_stack.of_type("kubernetes:core/v1:Service")
+    }
     assert set(services) == {"supplier-api", "supplier-api-alias"}
     for service in services.values():
         spec = service["inputs"]["spec"]
         assert spec["type"] == "ClusterIP", service["urn"]
         assert [p["port"] for p in spec["ports"]] == [8443], service["urn"]
-        assert spec["selector"].items() <= pod_labels.items(), f"{service['urn']} does not select the supplier pod"
-    assert services["supplier-api"]["inputs"]["spec"]["selector"] == services["supplier-api-alias"]["inputs"]["spec"]["selector"]
+        assert spec["selector"].items() <= pod_labels.items(), (
+            f"{service['urn']} does not select the supplier pod"
+        )
+    assert (
+        services["supplier-api"]["inputs"]["spec"]["selector"]
+        == services["supplier-api-alias"]["inputs"]["spec"]["selector"]
+    )
 
 
-def test_the_supplier_command_serves_the_case_with_its_key_and_certificate(default_stack: StackRun) -> None:
-    container = default_stack.one("kubernetes:apps/v1:Deployment")["inputs"]["spec"]["template"]["spec"]["containers"][0]
+def test_the_supplier_command_serves_the_case_with_its_key_and_certificate(
+    default_stack: StackRun,
+) -> None:
+    container = default_stack.one("kubernetes:apps/v1:Deployment")["inputs"]["spec"]["template"][
+        "spec"
+    ]["containers"][0]
     assert container["command"] == [
-        "python", "-m", "app.supplier_api", "serve",
-        "--case-dir", "/opt/analyst/cases/rfp-001",
-        "--key-file", "/opt/supplier-key/api-key",
-        "--cert", "/opt/supplier-tls/tls.crt",
-        "--key", "/opt/supplier-tls/tls.key",
-        "--port", "8443",
+        "python",
+        "-m",
+        "app.supplier_api",
+        "serve",
+        "--case-dir",
+        "/opt/analyst/cases/rfp-001",
+        "--key-file",
+        "/opt/supplier-key/api-key",
+        "--cert",
+        "/opt/supplier-tls/tls.crt",
+        "--key",
+        "/opt/supplier-tls/tls.key",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8443",
+        "--log",
+        "/var/lib/supplier-api/requests.jsonl",
     ]
 
 
 def test_the_namespace_is_labelled_as_managed(default_stack: StackRun) -> None:
     namespace = default_stack.one("kubernetes:core/v1:Namespace")
     assert namespace["inputs"]["metadata"]["name"] == "procurement-analyst"
-    assert namespace["inputs"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pulumi", namespace["urn"]
+    assert namespace["inputs"]["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "pulumi", (
+        namespace["urn"]
+    )
     account = default_stack.one("kubernetes:core/v1:ServiceAccount")
     assert account["inputs"]["metadata"]["name"] == "analyst", account["urn"]
 

@@ -156,8 +156,11 @@ def bwrap_argv(
     return argv
 
 
-def per_call_args(seccomp_fds: Sequence[int], action: str, args: Sequence[str]) -> list[str]:
-    """What one call appends to the role's vector: its seccomp fds, then the command."""
+def per_call_args(seccomp_fds: Sequence[int | str], action: str, args: Sequence[str]) -> list[str]:
+    """What one call appends to the role's vector: its seccomp fds, then the command.
+
+    The fds are numbers at run time; the committed policy renders them as placeholders.
+    """
     tail: list[str] = []
     # bwrap stacks the filters in this order and loads them just before exec, after its own
     # mounts, so the filters never restrict bwrap itself.

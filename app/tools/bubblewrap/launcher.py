@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -76,7 +77,7 @@ class BwrapReadings:
 
 
 @dataclass(frozen=True)
-class CallRecord:
+class ControlCall:
     """One bwrap call that differs from the role's policy vector (a control), for evidence."""
 
     role: Role
@@ -94,7 +95,7 @@ class BubblewrapLayer(ConfinementLayer):
         self.policy = policy or BubblewrapPolicy()
         self._readings: BwrapReadings | None = None
         self._argument_lists: dict[Role, list[str]] = {}
-        self._controls: list[CallRecord] = []
+        self._controls: list[ControlCall] = []
 
     # --- policy -------------------------------------------------------------------------------
 
@@ -158,6 +159,15 @@ class BubblewrapLayer(ConfinementLayer):
             check_available()
         except LibseccompError as error:
             raise LayerUnavailable(f"{error}: apt-get install libseccomp2") from error
+        blocked = _blocking_directory(
+            self.setup.paths.code, self.setup.tool.uid, self.setup.tool.gid
+        )
+        if blocked is not None:
+            raise LayerUnavailable(
+                f"{blocked} ({stat.filemode(blocked.stat().st_mode)}) is closed to the tool uid "
+                f"{self.setup.tool.uid}, so bwrap cannot mount the run's files: use a work "
+                "directory every user can traverse (the default, /var/tmp/analyst)"
+            )
         self._readings = BwrapReadings(
             path=path,
             version=version_text,
@@ -185,18 +195,21 @@ class BubblewrapLayer(ConfinementLayer):
         args: Sequence[str],
         *,
         disable_userns: bool | None = None,
+        baseline: bool | None = None,
         extra_filters: Sequence[SeccompFilter] = (),
         purpose: str = "",
     ) -> ToolOutcome:
         """Runs one action for one role; the keyword arguments make a control call.
 
-        ``disable_userns`` overrides the policy's switch for this call only; ``extra_filters``
-        are stacked after the baseline. A call with either is recorded, with ``purpose``,
-        apart from the role's policy vector.
+        ``disable_userns`` and ``baseline`` override the policy's switch (--disable-userns,
+        the baseline seccomp filter) for this call only; ``extra_filters`` are stacked after
+        the baseline. Such a call is recorded, with ``purpose``, apart from the role's vector.
         """
         policy = self.policy
         if disable_userns is not None:
             policy = replace(policy, disable_userns=disable_userns)
+        if baseline is not None:
+            policy = replace(policy, seccomp=baseline)
         base = self.role_argv(role, policy)
         filters = [baseline_filter()] if policy.seccomp else []
         filters += extra_filters
@@ -206,7 +219,7 @@ class BubblewrapLayer(ConfinementLayer):
             if policy == self.policy and not extra_filters:
                 self._argument_lists.setdefault(role, base)
             else:
-                self._controls.append(CallRecord(role, purpose or action, argv))
+                self._controls.append(ControlCall(role, purpose or action, argv))
             return self._execute(argv, pass_fds=fds, env=_BWRAP_ENVIRONMENT)
         finally:
             for fd in fds:
@@ -321,6 +334,21 @@ def _required_options(argv: Sequence[str]) -> tuple[str, ...]:
     """Every option the policy vector uses, plus the per-call seccomp option."""
     used = {token for token in argv[1:] if token.startswith("--")}
     return tuple(sorted(used | {"--add-seccomp-fd"}))
+
+
+def _blocking_directory(path: Path, uid: int, gid: int) -> Path | None:
+    """The first directory on the way to path that uid/gid may not enter, if any."""
+    for directory in [*reversed(path.parents), path]:
+        st = directory.stat()
+        if st.st_uid == uid:
+            search = stat.S_IXUSR
+        elif st.st_gid == gid:
+            search = stat.S_IXGRP
+        else:
+            search = stat.S_IXOTH
+        if not st.st_mode & search:
+            return directory
+    return None
 
 
 def _start_failure_message(error: ToolRunError) -> str:

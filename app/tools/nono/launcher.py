@@ -16,6 +16,7 @@ credential route, because a tunnel would bypass the method/path policy.
 from __future__ import annotations
 
 import hashlib
+import http.client
 import itertools
 import json
 import os
@@ -25,11 +26,11 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from app.controller.context import LayerSetup, RunContext
-from app.controller.runtime import ROLES, Role, WORKER_PACKAGE
+from app.controller.runtime import ROLES, WORKER_PACKAGE, Role
 from app.tools.layer import (
     TOOL_TIMEOUT_SECONDS,
     ConfinementLayer,
@@ -135,11 +136,10 @@ class NonoLayer(ConfinementLayer):
         profile: dict[str, Any] = json.loads(self.profile_path(role).read_text(encoding="utf-8"))
         return profile
 
-    def role_path(self, role: Role, which: str, name: str) -> str:
-        """A path in the role's workspace as the role sees it: nono does not remap paths."""
+    def role_dir(self, role: Role, direction: Literal["in", "out"]) -> str:
+        """nono does not remap paths: a role names its directories as the host does."""
         workspace = self.setup.paths.workspace(role)
-        base = {"in": workspace.input, "out": workspace.output}[which]
-        return str(base / name) if name else str(base)
+        return str(workspace.input if direction == "in" else workspace.output)
 
     # the role's capabilities, proxy and environment -----------------------------------------
     def _capabilities(self, role: Role, profile: dict[str, Any]) -> Any:
@@ -220,7 +220,7 @@ class NonoLayer(ConfinementLayer):
         """The variable names the role's proxy adds (empty for an offline role)."""
         if role not in self._proxies:
             return []
-        return sorted(self._proxies[role].sandbox_env([]), key=str)
+        return sorted(name for name, _ in self._proxies[role].sandbox_env([]))
 
     # running ------------------------------------------------------------------------------
     def _command(self, action: str, args: Sequence[str]) -> list[str]:
@@ -313,6 +313,26 @@ class NonoLayer(ConfinementLayer):
         """The role's reverse-proxy route, for the controller's cross-role placeholder check."""
         url: str = self._proxies[role].credential_env_vars()["SUPPLIER_BASE_URL"]
         return url
+
+    def send_through_proxy(
+        self, role: Role, method: str, path: str, *, key: bytes, request_id: str
+    ) -> int:
+        """The controller's own request to a role's proxy route with a chosen credential."""
+        route = urlsplit(self.proxy_base_url(role))
+        connection = http.client.HTTPConnection(
+            route.hostname or "", route.port or 80, timeout=TOOL_TIMEOUT_SECONDS
+        )
+        try:
+            connection.request(
+                method,
+                route.path + path,
+                headers={"X-Api-Key": key.decode("latin-1"), "X-Analyst-Request-ID": request_id},
+            )
+            response = connection.getresponse()
+            response.read()
+            return response.status
+        finally:
+            connection.close()
 
     # ConfinementLayer ---------------------------------------------------------------------
     def preflight(self) -> None:

@@ -173,5 +173,5 @@ def differences(observed: Any, expected: Any, where: str = "") -> list[str]:
 
 
 def to_json(profile: dict[str, Any]) -> str:
-    """The one serialisation used for committed and live files, so equal profiles are equal bytes."""
+    """The one serialisation of committed and live files: equal profiles are equal bytes."""
     return json.dumps(profile, indent=2) + "\n"

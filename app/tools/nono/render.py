@@ -45,8 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     if options.check:
         bad = drifted(options.dir)
         for path in bad:
-            print(f"{path}: differs from the generator; run python -m app.tools.nono.render",
-                  file=sys.stderr)
+            print(
+                f"{path}: differs from the generator; run python -m app.tools.nono.render",
+                file=sys.stderr,
+            )
         if not bad:
             print(f"the nono profiles in {options.dir} match the generator")
         return 1 if bad else 0

@@ -9,7 +9,11 @@ from .protocol import Result, ok, refused
 
 
 def open_read(args: list[str]) -> Result:
-    """Opens a path for reading; on success reports device, inode and SHA-256 of its bytes."""
+    """Opens a path for reading; on success reports its device and inode, never its content.
+
+    The controls open the key and credential files with this probe, so nothing derived from
+    what it reads (not even a digest) may appear in its result.
+    """
     (path,) = args
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -17,12 +21,9 @@ def open_read(args: list[str]) -> Result:
         return refused(error, path=path)
     try:
         st = os.fstat(fd)
-        digest = hashlib.sha256()
-        while chunk := os.read(fd, 1 << 16):
-            digest.update(chunk)
     finally:
         os.close(fd)
-    return ok(path=path, device=st.st_dev, inode=st.st_ino, sha256=digest.hexdigest())
+    return ok(path=path, device=st.st_dev, inode=st.st_ino)
 
 
 def open_write(args: list[str]) -> Result:

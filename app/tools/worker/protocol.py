@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import json
+import resource
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,9 @@ RESULT_PREFIX = "ANALYST_RESULT "
 
 def emit(action: str, result: Result) -> None:
     """Writes the single result line; the controller ignores every other line of output."""
-    payload = {"action": action, **result}
+    # The process's own peak resident set, for the benchmark's memory figure (KiB on Linux).
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    payload = {"action": action, **result, "peak_rss_kib": peak}
     sys.stdout.write(RESULT_PREFIX + json.dumps(payload, sort_keys=True) + "\n")
     sys.stdout.flush()
 

@@ -114,8 +114,8 @@ def unshare_user(args: list[str]) -> Result:
 def syscall(args: list[str]) -> Result:
     """One raw syscall by number (given by the controller, which resolved it with libseccomp).
 
-    Its only argument is a pointer to zeroed scratch memory, so a call that is allowed
-    succeeds or fails harmlessly; the result is that call's return value or errno.
+    Its first argument is a pointer to zeroed scratch memory and the rest are zero, so a call
+    that is allowed succeeds or fails harmlessly; the result is its return value or errno.
     """
     (number_text,) = args
     number = int(number_text)
@@ -123,7 +123,9 @@ def syscall(args: list[str]) -> Result:
     libc.syscall.restype = ctypes.c_long
     scratch = ctypes.create_string_buffer(_SCRATCH_BYTES)
     ctypes.set_errno(0)
-    rc = libc.syscall(ctypes.c_long(number), ctypes.cast(scratch, ctypes.c_void_p))
+    # Every further argument is an explicit zero, never whatever a register happened to hold.
+    zeros = [ctypes.c_long(0)] * 5
+    rc = libc.syscall(ctypes.c_long(number), ctypes.cast(scratch, ctypes.c_void_p), *zeros)
     if rc == -1:
         err = ctypes.get_errno()
         return refused(OSError(err, os.strerror(err)), number=number)

@@ -1,0 +1,111 @@
+"""Writes the committed bwrap vectors and seccomp baseline under policies/bubblewrap/, or with
+--check reports drift."""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import json
+import sys
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from app.controller.runtime import ROLES
+from app.tools.bubblewrap.argv import BubblewrapPolicy, bwrap_argv, per_call_args
+from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
+
+COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "bubblewrap"
+# The run-specific parts of a vector; everything else is the same in every run.
+RUN_PLACEHOLDER = PurePosixPath("<RUN>")
+CODE_PLACEHOLDER = PurePosixPath("<CODE>")
+PLACEHOLDERS = {
+    str(RUN_PLACEHOLDER): "the run directory, <base>/<run id>/run",
+    str(CODE_PLACEHOLDER): "the staged worker code, <base>/<run id>/code",
+    "<BASELINE_FD>": "a sealed memfd holding the compiled baseline filter",
+    "<ACTION>": "one worker action, then its arguments",
+}
+
+
+def _to_json(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2) + "\n"
+
+
+def rendered() -> dict[str, str]:
+    """File name → the exact text the generator produces for it (secure default policy)."""
+    policy = BubblewrapPolicy()
+    files = {}
+    for role in ROLES:
+        workspace = RUN_PLACEHOLDER / role
+        files[f"{role}.argv.json"] = _to_json(
+            {
+                "role": role,
+                "placeholders": PLACEHOLDERS,
+                "argv": bwrap_argv(
+                    policy,
+                    role=role,
+                    input_dir=workspace / "in",
+                    output_dir=workspace / "out",
+                    code_dir=CODE_PLACEHOLDER,
+                ),
+                "per_call": per_call_args(["<BASELINE_FD>"], "<ACTION>", []),
+            }
+        )
+    files["seccomp-baseline.json"] = _to_json(
+        {
+            "default": "allow",
+            "refused_with": errno.errorcode[BASELINE_ERRNO],
+            "architecture": "native; numbers resolved by libseccomp when the filter is compiled",
+            "syscalls": list(BASELINE_SYSCALLS),
+        }
+    )
+    return files
+
+
+def write(directory: Path) -> list[Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in rendered().items():
+        path = directory / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def drifted(directory: Path) -> list[Path]:
+    """The committed files that are missing or differ from what the generator renders."""
+    return [
+        directory / name
+        for name, text in rendered().items()
+        if not (directory / name).is_file()
+        or (directory / name).read_text(encoding="utf-8") != text
+    ]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m app.tools.bubblewrap.render", description=__doc__
+    )
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1, naming each file that differs"
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=COMMITTED_DIR, help="default: policies/bubblewrap"
+    )
+    options = parser.parse_args(argv)
+    if options.check:
+        bad = drifted(options.dir)
+        for path in bad:
+            print(
+                f"{path}: differs from the generator; run python -m app.tools.bubblewrap.render",
+                file=sys.stderr,
+            )
+        if not bad:
+            print(f"the bwrap policy files in {options.dir} match the generator")
+        return 1 if bad else 0
+    for path in write(options.dir):
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,87 @@
+"""Whole runs of the sample case, and the bad cases that must stop before any report exists."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app.controller.case import CaseError
+from app.controller.comparison import NoEligibleSupplier
+from app.controller.run import RunOptions, run_case
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
+KEYS = [f"proposals/rfp-001/{sid}.json" for sid in ("northstar", "harbor", "cedar")]
+
+
+def _run(layer: str, case: Path, base: Path) -> tuple[str, Path]:
+    stream = io.StringIO()
+    out = base / "out"
+    options = RunOptions(layer=layer, case_dir=case, out_dir=out, work_base=base / "work")  # type: ignore[arg-type]
+    try:
+        run_case(options, stream=stream)
+    finally:
+        print(stream.getvalue())  # shown by pytest when the test fails
+    return stream.getvalue(), out
+
+
+@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
+def test_sample_case_completes_with_every_check(layer: str, work_base: Path) -> None:
+    output, out = _run(layer, SAMPLE, work_base)
+    lines = output.splitlines()
+    assert not [line for line in lines if line.startswith("FAIL ")]
+    run_id = next(line.split("=", 1)[1] for line in lines if line.startswith("ANALYST_COMPLETE="))
+    checks = json.loads((out / "checks.json").read_text())
+    passed = [c for c in checks if c["outcome"] == "PASS"]
+    # checks.json is written before the last scan, whose line is the one it cannot hold.
+    assert f"{len(passed) + 1} checks passed" in lines
+    assert {c["outcome"] for c in checks} == {"PASS", "SKIP"}
+    report = (out / "recommendation.md").read_text()
+    assert "**Recommended supplier:** Northstar Office Systems (`northstar`)" in report
+    for key in KEYS:
+        assert key in report
+    evidence = json.loads((out / "evidence.json").read_text())
+    assert evidence["run_id"] == run_id and evidence["layer"] == layer
+    # The work tree (secrets included) is gone after the run.
+    assert not (work_base / "work" / run_id).exists()
+
+
+def test_digest_mismatch_stops_before_anything_is_written(tmp_path: Path, work_base: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case)
+    proposal = case / "proposals" / "cedar.json"
+    proposal.write_text(proposal.read_text().replace("130000", "99000"))
+    with pytest.raises(CaseError, match="cedar.json: sha256 .* does not match"):
+        _run("bubblewrap", case, work_base)
+    assert not (work_base / "out").exists()
+    assert not (work_base / "work").exists()
+
+
+def test_no_eligible_supplier_stops_with_no_recommendation(tmp_path: Path, work_base: Path) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case)
+    (case / "supplier-availability.json").write_text(
+        json.dumps({"northstar": False, "harbor": True, "cedar": True})
+    )
+    with pytest.raises(NoEligibleSupplier, match="no supplier meets every requirement"):
+        _run("bubblewrap", case, work_base)
+    assert not (work_base / "out").exists()
+
+
+def test_case_id_in_the_store_is_the_users_own(tmp_path: Path, work_base: Path) -> None:
+    """A user's own case runs end to end: ids, digests and prefixes all come from the folder."""
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE, case)
+    doc = json.loads((case / "case.json").read_text())
+    doc["case_id"] = "rfp-777"
+    (case / "case.json").write_text(json.dumps(doc))
+    output, out = _run("bubblewrap", case, work_base)
+    assert "proposals/rfp-777/northstar.json" in (out / "recommendation.md").read_text()
+    assert hashlib.sha256((out / "comparison.json").read_bytes()).hexdigest()
+    assert "s3://analyst-local/reports/rfp-777/" in output

@@ -1,0 +1,228 @@
+"""The bwrap argument vector, checked without running it, and the committed copy of it."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+from app.controller.runtime import ROLES, Role
+from app.tools.bubblewrap import render
+from app.tools.bubblewrap.argv import (
+    BASE_ENVIRONMENT,
+    BubblewrapPolicy,
+    bwrap_argv,
+    expected_environment,
+    mount_destinations,
+    per_call_args,
+)
+
+RUN = PurePosixPath("/var/tmp/analyst/run-id/run")
+CODE = PurePosixPath("/var/tmp/analyst/run-id/code")
+
+
+def vector(policy: BubblewrapPolicy | None = None, role: Role = "reader") -> list[str]:
+    return bwrap_argv(
+        policy or BubblewrapPolicy(),
+        role=role,
+        input_dir=RUN / role / "in",
+        output_dir=RUN / role / "out",
+        code_dir=CODE,
+    )
+
+
+def pairs(argv: list[str], option: str, operands: int = 1) -> list[tuple[str, ...]]:
+    """Every occurrence of `option` with its operands."""
+    return [
+        tuple(argv[i + 1 : i + 1 + operands]) for i, token in enumerate(argv) if token == option
+    ]
+
+
+def index_of(argv: list[str], *tokens: str) -> int:
+    """Where the consecutive `tokens` start; fails the test when they are absent."""
+    for i in range(len(argv) - len(tokens) + 1):
+        if tuple(argv[i : i + len(tokens)]) == tokens:
+            return i
+    raise AssertionError(f"{tokens} not in the vector {argv}")
+
+
+def test_every_namespace_is_named_and_unshare_all_is_never_used() -> None:
+    argv = vector()
+    for namespace in ("user", "pid", "net", "ipc", "uts"):
+        assert f"--unshare-{namespace}" in argv, f"--unshare-{namespace} missing"
+    assert "--unshare-all" not in argv
+    # The best-effort variants would let bwrap start without the namespace.
+    assert not [t for t in argv if t.endswith("-try")], "a *-try option makes a mount optional"
+
+
+def test_identity_privilege_and_lifetime_switches() -> None:
+    argv = vector()
+    assert pairs(argv, "--uid") == [("1000",)]
+    assert pairs(argv, "--gid") == [("1000",)]
+    assert pairs(argv, "--cap-drop") == [("ALL",)]
+    assert "--cap-add" not in argv
+    assert "--new-session" in argv and "--die-with-parent" in argv
+    assert pairs(argv, "--hostname") == [("analyst-reader",)]
+    assert index_of(argv, "--disable-userns") < index_of(argv, "--assert-userns-disabled")
+
+
+def test_environment_is_cleared_before_the_short_explicit_list() -> None:
+    argv = vector()
+    clear = index_of(argv, "--clearenv")
+    set_at = [i for i, token in enumerate(argv) if token == "--setenv"]
+    # bwrap applies these as it parses them: a --setenv before --clearenv would be wiped.
+    assert set_at and min(set_at) > clear
+    assert pairs(argv, "--setenv", 2) == list(BASE_ENVIRONMENT)
+    assert dict(BASE_ENVIRONMENT)["PYTHONPATH"] == "/opt/analyst"
+    assert expected_environment(BubblewrapPolicy()) == [
+        "HOME",
+        "LANG",
+        "PATH",
+        "PWD",
+        "PYTHONDONTWRITEBYTECODE",
+        "PYTHONPATH",
+    ]
+
+
+def test_the_mount_list_is_exactly_the_named_one() -> None:
+    argv = vector()
+    assert pairs(argv, "--ro-bind", 2) == [
+        ("/usr", "/usr"),
+        (str(CODE), "/opt/analyst"),
+        (str(RUN / "reader" / "in"), "/input"),
+    ]
+    assert pairs(argv, "--bind", 2) == [(str(RUN / "reader" / "out"), "/output")]
+    assert pairs(argv, "--symlink", 2) == [
+        ("usr/bin", "/bin"),
+        ("usr/sbin", "/sbin"),
+        ("usr/lib", "/lib"),
+        ("usr/lib64", "/lib64"),
+    ]
+    assert mount_destinations(argv) == [
+        "/usr",
+        "/opt/analyst",
+        "/proc",
+        "/dev",
+        "/tmp",
+        "/input",
+        "/output",
+    ]
+    assert "--dev-bind" not in argv and "--bind-try" not in argv
+    assert pairs(argv, "--chdir") == [("/output",)]
+
+
+def test_mount_order_constraints() -> None:
+    argv = vector()
+    # --perms and --size apply to the next operation only: they must sit right before --tmpfs.
+    tmpfs = index_of(argv, "--tmpfs", "/tmp")
+    assert argv[tmpfs - 4 : tmpfs] == ["--perms", "0700", "--size", str(16 * 1024 * 1024)]
+    # The root is made read-only after every mount that puts a mount point on it.
+    remount = index_of(argv, "--remount-ro", "/")
+    mount_options = {"--bind", "--ro-bind", "--proc", "--dev", "--tmpfs", "--symlink"}
+    assert max(i for i, token in enumerate(argv) if token in mount_options) < remount
+    # /usr comes before the symlinks into it and before the code bind below /opt.
+    assert index_of(argv, "--ro-bind", "/usr", "/usr") < index_of(argv, "--symlink", "usr/bin")
+
+
+def test_roles_differ_only_in_hostname_and_workspace() -> None:
+    reader = vector(role="reader")
+    for role in ROLES:
+        other = vector(role=role)
+        differing = {(a, b) for a, b in zip(reader, other, strict=True) if a != b}
+        if role == "reader":
+            assert not differing
+            continue
+        assert differing == {
+            ("analyst-reader", f"analyst-{role}"),
+            (str(RUN / "reader" / "in"), str(RUN / role / "in")),
+            (str(RUN / "reader" / "out"), str(RUN / role / "out")),
+        }
+
+
+def test_no_host_path_beyond_usr_the_code_and_the_role_workspace() -> None:
+    argv = vector()
+    sources = {src for src, _ in pairs(argv, "--ro-bind", 2) + pairs(argv, "--bind", 2)}
+    assert sources == {"/usr", str(CODE), str(RUN / "reader" / "in"), str(RUN / "reader" / "out")}
+    for forbidden in ("/etc", "/root", "/home", "/var/run/secrets", str(RUN / "writer")):
+        assert not [t for t in argv if t == forbidden or t.startswith(forbidden + "/")], forbidden
+
+
+def test_each_policy_knob_changes_exactly_its_part() -> None:
+    secure = vector()
+    no_net = vector(BubblewrapPolicy(unshare_net=False))
+    assert [t for t in secure if t not in no_net] == ["--unshare-net"]
+    assert "--unshare-ipc" in no_net
+
+    userns = vector(BubblewrapPolicy(disable_userns=False))
+    assert [t for t in secure if t not in userns] == [
+        "--disable-userns",
+        "--assert-userns-disabled",
+    ]
+
+    writable = vector(BubblewrapPolicy(input_writable=True))
+    assert pairs(writable, "--bind", 2)[0] == (str(RUN / "reader" / "in"), "/input")
+    assert (str(RUN / "reader" / "in"), "/input") not in pairs(writable, "--ro-bind", 2)
+
+    extra = vector(BubblewrapPolicy(extra_ro_binds=(("/srv/keys", "/srv/keys"),)))
+    assert ("/srv/keys", "/srv/keys") in pairs(extra, "--ro-bind", 2)
+    assert "/srv/keys" in mount_destinations(extra)
+    assert index_of(extra, "--ro-bind", "/srv/keys") < index_of(extra, "--remount-ro", "/")
+
+    leaky = BubblewrapPolicy(extra_env=(("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),))
+    assert ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE") in pairs(vector(leaky), "--setenv", 2)
+    assert "AWS_ACCESS_KEY_ID" in expected_environment(leaky)
+
+    # seccomp is applied per call, by the launcher; the vector itself does not change.
+    assert vector(BubblewrapPolicy(seccomp=False)) == secure
+
+
+def test_mount_destinations_never_reads_an_operand_as_an_option() -> None:
+    # A hostname-like or environment operand spelled like an option is still an operand.
+    tricky = BubblewrapPolicy(extra_env=(("X", "--tmpfs"), ("--bind", "/a")))
+    assert mount_destinations(vector(tricky)) == mount_destinations(vector())
+
+
+def test_per_call_parts_come_after_the_vector_fds_first() -> None:
+    tail = per_call_args([5, 6], "proc-status", ["a"])
+    assert tail == [
+        "--add-seccomp-fd",
+        "5",
+        "--add-seccomp-fd",
+        "6",
+        "--",
+        "/usr/bin/python3",
+        "-m",
+        "analyst_worker",
+        "proc-status",
+        "a",
+    ]
+    assert mount_destinations(vector() + tail) == mount_destinations(vector())
+
+
+def test_the_builder_never_touches_the_filesystem(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError(f"filesystem access: {args}")
+
+    for name in ("stat", "lstat", "access", "listdir", "scandir", "readlink", "open"):
+        monkeypatch.setattr(os, name, refuse)
+    monkeypatch.setattr(builtins, "open", refuse)
+    assert vector(role="writer")[0] == "bwrap"
+
+
+def test_the_committed_policy_matches_the_code() -> None:
+    assert render.drifted(render.COMMITTED_DIR) == [], (
+        "policies/bubblewrap differs from the code: run python -m app.tools.bubblewrap.render"
+    )
+
+
+def test_drift_is_reported_by_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    render.write(tmp_path)
+    assert render.main(["--check", "--dir", str(tmp_path)]) == 0
+    changed = tmp_path / "writer.argv.json"
+    changed.write_text(changed.read_text().replace("--unshare-net", "--share-net"))
+    assert render.main(["--check", "--dir", str(tmp_path)]) == 1
+    assert str(changed) in capsys.readouterr().err
+    assert render.drifted(tmp_path) == [changed]

@@ -1,0 +1,135 @@
+"""The nono profile generator: the committed files, each role's shape, and the comparison."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.controller.runtime import ROLES
+from app.tools.nono import render
+from app.tools.nono.profiles import (
+    COMMITTED_DIR,
+    PLACEHOLDERS,
+    ProfileValues,
+    Widening,
+    committed_profiles,
+    differences,
+    fill,
+    generate_profile,
+)
+
+RUN_VALUES = ProfileValues(
+    run_dir="/var/tmp/analyst/abc/run",
+    code_dir="/var/tmp/analyst/abc/code",
+    key_file="/var/tmp/analyst/abc/secrets/supplier-api-key",
+    ca_file="/var/tmp/analyst/abc/pki/ca.crt",
+    supplier_host="localhost:8443",
+    case_id="rfp-001",
+)
+
+
+def test_committed_profiles_are_what_the_generator_renders() -> None:
+    assert render.drifted(COMMITTED_DIR) == []
+    for role, profile in committed_profiles().items():
+        on_disk = json.loads((COMMITTED_DIR / f"{role}.json").read_text())
+        assert on_disk == profile, f"policies/nono/{role}.json differs from the generator"
+
+
+def test_committed_profiles_hold_no_machine_value() -> None:
+    for role in ROLES:
+        text = (COMMITTED_DIR / f"{role}.json").read_text()
+        for value in ("/var/tmp", "/root", "/home", "localhost", "rfp-001"):
+            assert value not in text, f"{role}.json names {value}"
+
+
+def test_render_check_names_a_drifted_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    render.write(tmp_path)
+    assert render.main(["--check", "--dir", str(tmp_path)]) == 0
+    (tmp_path / "writer.json").write_text("{}\n")
+    assert render.main(["--check", "--dir", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "writer.json" in err and "reader.json" not in err
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_file_rules_are_the_code_the_role_input_and_usr(role: str) -> None:
+    profile = generate_profile(role, RUN_VALUES)  # type: ignore[arg-type]
+    assert profile["meta"] == {"name": f"analyst-{role}", "version": "1.0.0"}
+    assert profile["workdir"] == {"access": "none"}
+    assert profile["filesystem"] == {
+        "read": ["/usr", RUN_VALUES.code_dir, f"{RUN_VALUES.run_dir}/{role}/in"],
+        "allow": [f"{RUN_VALUES.run_dir}/{role}/out"],
+    }
+    assert "inherit" not in profile["environment"]
+
+
+def test_evaluator_has_no_network_and_no_credential() -> None:
+    profile = generate_profile("evaluator", RUN_VALUES)
+    assert profile["network"] == {"block": True}
+    assert "ANALYST_DIGEST_KEY" not in profile["environment"]["allow_vars"]
+
+
+@pytest.mark.parametrize(
+    ("role", "allowed"),
+    [
+        ("reader", [{"method": "GET", "path": "/cases/rfp-001/suppliers"}]),
+        (
+            "writer",
+            [
+                {"method": "GET", "path": "/cases/rfp-001/suppliers"},
+                {"method": "POST", "path": "/cases/rfp-001/recommendations"},
+            ],
+        ),
+    ],
+)
+def test_online_roles_reach_one_host_through_the_credential_route(
+    role: str, allowed: list[dict[str, str]]
+) -> None:
+    network = generate_profile(role, RUN_VALUES)["network"]  # type: ignore[arg-type]
+    assert network["allow_domain"] == ["localhost:8443"]
+    assert network["custom_credentials"] == {
+        "supplier": {
+            "upstream": "https://localhost:8443",
+            "credential_key": f"file://{RUN_VALUES.key_file}",
+            "env_var": "SUPPLIER_API_KEY",
+            "inject_header": "X-Api-Key",
+            "credential_format": "{}",
+            "tls_ca": RUN_VALUES.ca_file,
+            "endpoint_policy": {"default": {"decision": "deny"}, "allow": allowed},
+        }
+    }
+
+
+def test_no_role_may_read_the_key_file() -> None:
+    for role in ROLES:
+        assert RUN_VALUES.key_file not in generate_profile(role, RUN_VALUES)["filesystem"]["read"]
+
+
+def test_fill_turns_the_committed_profile_into_the_live_one() -> None:
+    for role, committed in committed_profiles().items():
+        assert fill(committed, RUN_VALUES) == generate_profile(role, RUN_VALUES)
+        assert not any(p in json.dumps(fill(committed, RUN_VALUES)) for p in PLACEHOLDERS.values())
+
+
+@pytest.mark.parametrize(
+    ("widening", "role", "where"),
+    [
+        (Widening(reader_reads_key_file=True), "reader", ["filesystem.read"]),
+        (Widening(evaluator_network=True), "evaluator", ["network.block"]),
+        (
+            Widening(writer_purchase_orders=True),
+            "writer",
+            ["network.custom_credentials.supplier.endpoint_policy.allow"],
+        ),
+        (Widening(inherit_environment=True), "reader", ["environment.inherit"]),
+    ],
+)
+def test_each_widening_is_reported_where_it_differs(
+    widening: Widening, role: str, where: list[str]
+) -> None:
+    live = generate_profile(role, RUN_VALUES, widening)  # type: ignore[arg-type]
+    assert differences(live, generate_profile(role, RUN_VALUES)) == where  # type: ignore[arg-type]
