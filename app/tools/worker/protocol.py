@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import errno
 import json
-import resource
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -17,11 +16,25 @@ RESULT_PREFIX = "ANALYST_RESULT "
 
 def emit(action: str, result: Result) -> None:
     """Writes the single result line; the controller ignores every other line of output."""
-    # The process's own peak resident set, for the benchmark's memory figure (KiB on Linux).
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    payload = {"action": action, **result, "peak_rss_kib": peak}
+    payload = {"action": action, **result, "peak_rss_kib": _peak_rss_kib()}
     sys.stdout.write(RESULT_PREFIX + json.dumps(payload, sort_keys=True) + "\n")
     sys.stdout.flush()
+
+
+def _peak_rss_kib() -> int | None:
+    """This program's own high-water mark, for the benchmark's memory figure.
+
+    VmHWM belongs to the address space exec created, unlike getrusage's ru_maxrss, which
+    keeps the peak of whatever process forked this one. None where /proc is not readable.
+    """
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
 
 
 def ok(**fields: Any) -> Result:
