@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=15, help="samples per median (default 15)")
     args = parser.parse_args(argv)
     print(
-        f"==> tool start-up, median of {args.repeat} (one worker action: list its environment names)"
+        f"==> tool start-up, median of {args.repeat} (one worker action: list its variable names)"
     )
     s = startup_and_proxy(args.repeat)
     print(f"  plain worker, same uid      {s['plain_ms']:8.1f} ms")

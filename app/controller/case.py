@@ -1,4 +1,4 @@
-"""The case contract: a case folder, validated before any of it touches a path, a key or a policy."""
+"""The case contract: a case folder, validated before it touches a path, a key or a policy."""
 
 from __future__ import annotations
 

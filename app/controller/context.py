@@ -84,7 +84,7 @@ class LayerChecks(ABC):
     def __init__(self, ctx: RunContext) -> None:
         self.ctx = ctx
 
-    def before_identity(self) -> None:
+    def before_identity(self) -> None:  # noqa: B027 (an optional hook)
         """Checks that come first for this layer (bubblewrap: what a tool process got)."""
 
     @abstractmethod

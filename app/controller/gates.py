@@ -42,7 +42,8 @@ def choice_gate(answer: Recommendation, comparison: Comparison) -> str:
         )
     if choice != comparison.winner:
         raise GateRejected(
-            f"the answer recommends {choice!r}, but the comparison's winner is {comparison.winner!r}"
+            f"the answer recommends {choice!r}, "
+            f"but the comparison's winner is {comparison.winner!r}"
         )
     return choice
 

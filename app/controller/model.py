@@ -75,14 +75,15 @@ def _latest_tool_result(messages: Messages) -> dict[str, Any] | None:
 
 
 def offline_analysis(evidence: dict[str, Any]) -> Recommendation:
-    """The offline model's answer, written from the evidence alone (never from the comparison's prose)."""
+    """The offline model's answer, written from the evidence alone."""
     req = evidence["requirements"]
     winner = evidence["comparison"]["winner"]
     lines = [
         f"## Analysis: {evidence['title']}",
         "",
         f"Requirements: at most {req['max_price_usd']:,} USD, delivery within "
-        f"{req['max_delivery_days']} days, at least {req['min_warranty_months']} months of warranty.",
+        f"{req['max_delivery_days']} days, "
+        f"at least {req['min_warranty_months']} months of warranty.",
         "",
     ]
     for supplier in evidence["suppliers"]:
@@ -155,7 +156,7 @@ def run_model_turn(model: Model, evidence: dict[str, Any]) -> tuple[Recommendati
 
     @tool(name=EVIDENCE_TOOL)
     def get_case_evidence() -> dict[str, Any]:
-        """Returns the case, its requirements, every proposal with its store key, and the verified comparison."""
+        """Returns the case, every proposal with its store key, and the verified comparison."""
         record.tool_calls.append(EVIDENCE_TOOL)
         return evidence
 

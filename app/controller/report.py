@@ -1,4 +1,4 @@
-"""The recommendation report, and the scans that keep the supplier key out of every file the run leaves."""
+"""The recommendation report, and the scans that keep the supplier key out of the run's files."""
 
 from __future__ import annotations
 

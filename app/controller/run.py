@@ -132,7 +132,8 @@ class CaseRun:
             digest = hashlib.sha256(data).hexdigest()
             checks.require(
                 digest == entry.sha256,
-                f"the stored proposal {key} matches the case entry for {entry.id} (sha256 {digest[:12]}…)",
+                f"the stored proposal {key} matches the case entry for {entry.id} "
+                f"(sha256 {digest[:12]}…)",
                 detail=f"sha256 {digest}, case entry {entry.sha256}",
             )
             self.proposals[entry.id] = parse_proposal(data, entry, key)
@@ -338,35 +339,44 @@ class CaseRun:
     def _gate_controls(
         self, comparison: Comparison, answer: Recommendation, keys: list[str]
     ) -> None:
-        checks = self.checks
+        """Each gate refuses a deliberately wrong copy of the accepted answer."""
+        ineligible = [v.id for v in comparison.verdicts if not v.eligible]
         losers = [v.id for v in comparison.verdicts if v.id != comparison.winner]
-        ineligible = [v.id for v in comparison.verdicts if not v.eligible] or losers
-        for label, bad, check in (
+        # Prefer an ineligible supplier; a case where every supplier qualifies offers a loser,
+        # and a one-supplier case an id that is not in the case at all.
+        wrong = (ineligible or losers or ["not-a-supplier"])[0]
+        wrong_label = "an ineligible supplier" if ineligible else "a supplier it did not choose"
+        choose = lambda a: choice_gate(a, comparison)  # noqa: E731
+        cite = lambda a: citation_gate(a, keys)  # noqa: E731
+        controls = (
             (
-                f"an answer naming {ineligible[0] if ineligible else '-'}, which the comparison did not choose",
-                answer.model_copy(
-                    update={"recommended_supplier": ineligible[0] if ineligible else "nobody"}
-                ),
-                lambda a: choice_gate(a, comparison),
+                "choice",
+                f"an answer naming {wrong_label}, {wrong}",
+                answer.model_copy(update={"recommended_supplier": wrong}),
+                choose,
             ),
             (
+                "choice",
                 "an answer that names the supplier only in its prose",
                 answer.model_copy(update={"recommended_supplier": None}),
-                lambda a: choice_gate(a, comparison),
+                choose,
             ),
             (
+                "citation",
                 f"an answer missing the source key {keys[-1]}",
                 answer.model_copy(update={"analysis": answer.analysis.replace(keys[-1], "")}),
-                lambda a: citation_gate(a, keys),
+                cite,
             ),
-        ):
-            gate = "citation" if "source key" in label else "choice"
+        )
+        for gate, label, bad, check in controls:
             try:
                 check(bad)
-            except GateRejected:
-                checks.require(True, f"the {gate} gate rejects {label}")
+            except GateRejected as rejected:
+                self.checks.require(True, f"the {gate} gate rejects {label} ({rejected})")
             else:
-                checks.require(False, f"the {gate} gate rejects {label}", detail="it was accepted")
+                self.checks.require(
+                    False, f"the {gate} gate rejects {label}", detail="it was accepted"
+                )
 
     # report, correlation, scans ---------------------------------------------------------------
     def report(self, chosen: str, answer: Recommendation, comparison: Comparison) -> None:
@@ -525,7 +535,9 @@ def run_case(
         print(f"ANALYST_COMPLETE={paths.run_id}", file=out)
         print(f"{checks.passed} checks passed", file=out)
         if checks.skipped:
-            print(f"  {checks.skipped} skipped (listed above with the reason; not counted)", file=out)
+            print(
+                f"  {checks.skipped} skipped (listed above with the reason; not counted)", file=out
+            )
         print(f"  model: {env.model_description}", file=out)
         print(f"  recommendation: {copied / 'recommendation.md'}", file=out)
         print(f"  evidence:       {copied / 'evidence.json'}", file=out)

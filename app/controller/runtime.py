@@ -122,7 +122,7 @@ def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> Run
 
 
 def stage_worker(code_dir: Path) -> Path:
-    """Copies the stdlib-only worker where the tool's uid can read it, whatever the checkout's modes."""
+    """Copies the stdlib-only worker where the tool's uid can read it, whatever the checkout."""
     target = code_dir / WORKER_PACKAGE
     shutil.copytree(WORKER_SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     for path in [code_dir, *code_dir.rglob("*")]:
@@ -132,7 +132,7 @@ def stage_worker(code_dir: Path) -> Path:
 
 
 def create_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
-    """The local stand-in for the pod's secret mounts: readable at the tool's uid, mounted nowhere."""
+    """The local stand-in for the pod's secret mounts: readable at the tool uid, mounted nowhere."""
     _mkdir(paths.secrets, 0o750)
     if os.geteuid() == 0:
         os.chown(paths.secrets, 0, tool.gid)

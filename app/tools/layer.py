@@ -81,5 +81,5 @@ class ConfinementLayer(ABC):
     def check_suite(self, ctx: RunContext) -> LayerChecks:
         """This layer's own checks, which the orchestrator calls at fixed points of the run."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 (an optional hook)
         """Releases what the layer started (proxies). Idempotent."""

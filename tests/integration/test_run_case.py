@@ -57,7 +57,7 @@ def test_digest_mismatch_stops_before_anything_is_written(tmp_path: Path, work_b
     shutil.copytree(SAMPLE, case)
     proposal = case / "proposals" / "cedar.json"
     proposal.write_text(proposal.read_text().replace("130000", "99000"))
-    with pytest.raises(CaseError, match="cedar.json: sha256 .* does not match"):
+    with pytest.raises(CaseError, match=r"cedar\.json: sha256 .* does not match"):
         _run("bubblewrap", case, work_base)
     assert not (work_base / "out").exists()
     assert not (work_base / "work").exists()

@@ -39,7 +39,9 @@ def test_digest_mismatch_is_refused_naming_the_file(case_copy: Path) -> None:
     doc = json.loads(path.read_text())
     doc["price_usd"] = 1
     path.write_text(json.dumps(doc))
-    with pytest.raises(CaseError, match=r"harbor\.json: sha256 .* does not match the case entry for harbor"):
+    with pytest.raises(
+        CaseError, match=r"harbor\.json: sha256 .* does not match the case entry for harbor"
+    ):
         load_case_folder(case_copy)
 
 
@@ -78,7 +80,9 @@ def test_proposal_with_another_suppliers_id_is_refused(case_copy: Path) -> None:
     doc["supplier_id"] = "harbor"
     data = json.dumps(doc).encode()
     path.write_bytes(data)
-    _edit_case(case_copy, lambda d: d["suppliers"][2].update(sha256=hashlib.sha256(data).hexdigest()))
+    _edit_case(
+        case_copy, lambda d: d["suppliers"][2].update(sha256=hashlib.sha256(data).hexdigest())
+    )
     with pytest.raises(CaseError, match="supplier_id 'harbor', expected 'cedar'"):
         load_case_folder(case_copy)
 

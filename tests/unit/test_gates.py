@@ -17,7 +17,8 @@ COMPARISON = Comparison(
 )
 KEYS = ["proposals/rfp-001/northstar.json", "proposals/rfp-001/harbor.json"]
 GOOD = Recommendation(
-    recommended_supplier="northstar", analysis="`proposals/rfp-001/northstar.json` and `proposals/rfp-001/harbor.json`"
+    recommended_supplier="northstar",
+    analysis="`proposals/rfp-001/northstar.json` and `proposals/rfp-001/harbor.json`",
 )
 
 
@@ -36,12 +37,14 @@ def test_the_right_answer_passes_both_gates() -> None:
     ],
 )
 def test_choice_gate_refuses(choice: str | None, message: str) -> None:
-    answer = GOOD.model_copy(update={"recommended_supplier": choice, "analysis": "We pick northstar."})
+    answer = GOOD.model_copy(
+        update={"recommended_supplier": choice, "analysis": "We pick northstar."}
+    )
     with pytest.raises(GateRejected, match=message):
         choice_gate(answer, COMPARISON)
 
 
 def test_citation_gate_names_the_missing_key() -> None:
     answer = GOOD.model_copy(update={"analysis": "`proposals/rfp-001/northstar.json` only"})
-    with pytest.raises(GateRejected, match="does not cite proposals/rfp-001/harbor.json"):
+    with pytest.raises(GateRejected, match=r"does not cite proposals/rfp-001/harbor\.json"):
         citation_gate(answer, KEYS)

@@ -23,7 +23,7 @@ def test_headline_is_rendered_from_the_checked_id_not_the_prose() -> None:
 
 
 def test_a_document_holding_the_key_is_not_written(tmp_path: Path) -> None:
-    with pytest.raises(KeyLeak, match="b.json"):
+    with pytest.raises(KeyLeak, match=r"b\.json"):
         write_scanned(tmp_path, {"a.json": b"fine", "b.json": b"x" + KEY + b"y"}, KEY)
     assert list(tmp_path.iterdir()) == []
 

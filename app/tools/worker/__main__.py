@@ -1,4 +1,4 @@
-"""Entry point: `python3 -m analyst_worker <action> [args...]` runs one action and prints one result."""
+"""Entry point: `python3 -m analyst_worker <action> [args...]`: one action, one result line."""
 
 from __future__ import annotations
 
