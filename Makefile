@@ -5,7 +5,7 @@ READY  := $(VENV)/.installed
 
 .PHONY: demo test bench policies policies-check manifests lint clean
 
-$(READY): requirements.txt requirements-runtime.txt scripts/bootstrap.sh
+$(READY): requirements.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV)
 
 ## demo: run the sample case rfp-001 under bubblewrap, then nono, and print every check

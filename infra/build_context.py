@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 # What the Dockerfiles copy, besides the Dockerfile itself.
-CONTEXT_PATHS = ("app", "cases", "policies", "requirements.txt")
+CONTEXT_PATHS = ("app", "cases", "policies", "requirements-runtime.txt", "requirements.lock")
 _SKIPPED_PARTS = {"__pycache__", ".pytest_cache", ".ruff_cache"}
 
 

@@ -33,5 +33,5 @@ if [ ! -x "$venv/bin/python" ]; then
   "$python" -m venv "$venv"
 fi
 echo "==> installing requirements.txt into $venv"
-"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check -r requirements.txt -c requirements.lock
 touch "$venv/.installed"
