@@ -19,13 +19,15 @@ SANDBOX_RUNTIME_CLASS = "isolated-sandbox"
 APP_UID = 1000
 
 # Sizing of the analyst's sandbox. An isolated pod's VM is sized from its requests, and a pod
-# without them gets a VM too small for the interpreter, the SDKs and a tool process. The
-# memory request covers the peak resident memory `make bench` reports for one run
-# (controller plus one tool process) with headroom; limits sit above requests so a spike is
-# not an OOM kill. Re-run `make bench` and update these when the app's footprint changes.
+# without them gets a VM too small for the interpreter, the SDKs and a tool process. `make
+# bench` measured one whole run at 120 MiB peak for the controller (nono run; 108 MiB under
+# bubblewrap) plus 20 MiB for the largest tool process: 140 MiB. The request gives that
+# about 3.5x, for the guest kernel, the page cache of the interpreter and the Bedrock client;
+# limits sit above requests so a spike is not an OOM kill. Re-run `make bench` and update
+# these when the app's footprint changes.
 ANALYST_RESOURCES_FROM_BENCH: dict[str, dict[str, str]] = {
-    "requests": {"cpu": "500m", "memory": "768Mi"},
-    "limits": {"cpu": "1", "memory": "1536Mi"},
+    "requests": {"cpu": "500m", "memory": "512Mi"},
+    "limits": {"cpu": "1", "memory": "1Gi"},
 }
 SUPPLIER_RESOURCES: dict[str, dict[str, str]] = {
     "requests": {"cpu": "50m", "memory": "64Mi"},
