@@ -9,6 +9,7 @@ from typing import NoReturn
 
 from app.controller.case import CaseError
 from app.controller.checks import CheckFailed
+from app.controller.environment import SettingMissing
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.tools.layer import LayerUnavailable
 
@@ -52,7 +53,6 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         dest="out_parent",
         type=Path,
-        default=Path("runs"),
         help="parent of the per-layer report folders (default: runs)",
     )
     return parser
@@ -82,13 +82,13 @@ def _run_one(layer: str, args: argparse.Namespace, out: Path | None) -> RunOutco
         layer=layer,  # type: ignore[arg-type]
         case_dir=args.case,
         out_dir=out,
-        out_parent=getattr(args, "out_parent", Path("runs")),
+        out_parent=getattr(args, "out_parent", None),
         work_base=args.workdir,
         keep_workdir=args.keep_workdir,
     )
     try:
         return run_case(options)
-    except CaseError as error:
+    except (CaseError, SettingMissing) as error:
         _fatal(str(error), EXIT_BAD_INPUT)
     except LayerUnavailable as error:
         _fatal(f"the {layer} layer cannot run here: {error}", EXIT_LAYER_UNAVAILABLE)

@@ -54,6 +54,8 @@ class RunEnvironment(ABC):
     expected_caller: str
     bedrock: bool
     model_description: str
+    # Where report files are copied when --out is not given.
+    default_out_parent: Path
 
     @abstractmethod
     def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
@@ -87,6 +89,7 @@ class LocalEnvironment(RunEnvironment):
         self.case_dir, self.case, self.tool = case_dir, case, tool
         self.run_id = new_run_id()
         self.work_base = base
+        self.default_out_parent = Path("runs")
 
     def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
         other = REPO_CASES / "rfp-other"
@@ -118,6 +121,9 @@ class ClusterEnvironment(RunEnvironment):
     def __init__(self, base: Path) -> None:
         self.run_id = new_run_id()
         self.work_base = base
+        # The image's filesystem is read-only in the nono Job; the run's volume is not, and the
+        # report's lasting copy is the store's anyway.
+        self.default_out_parent = base / "reports"
         self.bucket = _require("ANALYST_BUCKET")
         self.region = _require("AWS_REGION")
         self.model_id = _require("ANALYST_MODEL_ID")

@@ -53,7 +53,7 @@ class RunOptions:
     layer: LayerName
     case_dir: Path
     out_dir: Path | None = None  # exactly here; otherwise <out_parent>/<layer>/<run id>
-    out_parent: Path = Path("runs")
+    out_parent: Path | None = None  # default: runs/ locally, the run's volume in the cluster
     work_base: Path | None = None
     keep_workdir: bool = False
 
@@ -528,9 +528,8 @@ def run_case(
         run.report(chosen, answer, comparison)
         correlation = run.correlation(suite.expects_refused_operation)
         run.finish(usage, correlation)
-        copied = _copy_out(
-            paths.run, options.out_dir or options.out_parent / options.layer / paths.run_id
-        )
+        out_parent = options.out_parent or env.default_out_parent
+        copied = _copy_out(paths.run, options.out_dir or out_parent / options.layer / paths.run_id)
         report_uri = f"s3://{env.bucket}/{run.report_prefix}"
         print(f"ANALYST_COMPLETE={paths.run_id}", file=out)
         print(f"{checks.passed} checks passed", file=out)

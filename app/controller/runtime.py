@@ -105,8 +105,11 @@ def _mkdir(path: Path, mode: int, owner: ToolIdentity | None = None) -> None:
 
 def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> RunPaths:
     """Creates a fresh, private run tree; an existing run id is refused, never reused."""
-    base.mkdir(parents=True, exist_ok=True)
-    os.chmod(base, 0o755)
+    if not base.exists():
+        # A base someone else made (the pod's volume) keeps its modes; one made here must be
+        # traversable by the tool's uid whatever the umask.
+        base.mkdir(parents=True)
+        os.chmod(base, 0o755)
     rid = run_id or new_run_id()
     paths = RunPaths(rid, base / rid)
     _mkdir(paths.top, 0o711)
