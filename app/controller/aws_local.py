@@ -43,6 +43,7 @@ from botocore.exceptions import ClientError
 
 from app.controller.context import AwsCredentialFile
 from app.controller.iam_policy import render_permissions_policy
+from app.controller.processes import stop_process
 from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 from app.controller.store import CaseStore
 
@@ -56,7 +57,6 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 OTHER_CASE_DIR = REPO_ROOT / "cases" / "rfp-other"
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_SECONDS = 30.0
-STOP_TIMEOUT_SECONDS = 5.0
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
@@ -357,14 +357,7 @@ class LocalAws:
     def stop(self) -> None:
         self._admin = {}
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
     def __exit__(
         self,

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from app.controller.context import SupplierEndpoint
 from app.controller.pki import generate_run_pki
+from app.controller.processes import stop_process
 from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -26,7 +27,6 @@ LOCAL_HOST = "localhost"
 ALIAS_HOST = "supplier-api-alias.localhost"
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_SECONDS = 15.0
-STOP_TIMEOUT_SECONDS = 5.0
 SUPPLIER_KEY_FILE = "supplier-api-key"
 SERVER_KEY_FILE = "supplier-tls.key"
 
@@ -144,14 +144,7 @@ class LocalSupplierService:
 
     def stop(self) -> None:
         process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
 
     def __exit__(
         self,

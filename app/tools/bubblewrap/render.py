@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import argparse
 import errno
 import json
 import sys
@@ -13,6 +12,7 @@ from typing import Any
 from app.controller.runtime import ROLES
 from app.tools.bubblewrap.argv import BubblewrapPolicy, bwrap_argv, per_call_args
 from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
+from app.tools.committed import drifted_files, render_main, write_files
 
 COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "bubblewrap"
 # The run-specific parts of a vector; everything else is the same in every run.
@@ -62,49 +62,23 @@ def rendered() -> dict[str, str]:
 
 
 def write(directory: Path) -> list[Path]:
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in rendered().items():
-        path = directory / name
-        path.write_text(text, encoding="utf-8")
-        written.append(path)
-    return written
+    return write_files(directory, rendered())
 
 
 def drifted(directory: Path) -> list[Path]:
     """The committed files that are missing or differ from what the generator renders."""
-    return [
-        directory / name
-        for name, text in rendered().items()
-        if not (directory / name).is_file()
-        or (directory / name).read_text(encoding="utf-8") != text
-    ]
+    return drifted_files(directory, rendered())
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m app.tools.bubblewrap.render", description=__doc__
+    return render_main(
+        argv,
+        module="app.tools.bubblewrap.render",
+        description=__doc__,
+        default_dir=COMMITTED_DIR,
+        render=rendered,
+        what="bwrap policy files",
     )
-    parser.add_argument(
-        "--check", action="store_true", help="exit 1, naming each file that differs"
-    )
-    parser.add_argument(
-        "--dir", type=Path, default=COMMITTED_DIR, help="default: policies/bubblewrap"
-    )
-    options = parser.parse_args(argv)
-    if options.check:
-        bad = drifted(options.dir)
-        for path in bad:
-            print(
-                f"{path}: differs from the generator; run python -m app.tools.bubblewrap.render",
-                file=sys.stderr,
-            )
-        if not bad:
-            print(f"the bwrap policy files in {options.dir} match the generator")
-        return 1 if bad else 0
-    for path in write(options.dir):
-        print(f"wrote {path}")
-    return 0
 
 
 if __name__ == "__main__":
