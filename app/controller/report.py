@@ -1,8 +1,9 @@
-"""The recommendation report, and the scans that keep the supplier key out of the run's files."""
+"""The recommendation report, and the scans that keep every secret out of the run's files."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from app.controller.case import Case
@@ -10,7 +11,7 @@ from app.controller.gates import Recommendation
 
 
 class KeyLeak(RuntimeError):
-    """The supplier key's bytes were found in a document or a file: the run stops."""
+    """A secret's bytes were found in a document or a file: the run stops."""
 
 
 def render_recommendation(case: Case, supplier_id: str, answer: Recommendation) -> bytes:
@@ -24,33 +25,47 @@ def render_recommendation(case: Case, supplier_id: str, answer: Recommendation) 
     return (head + answer.analysis.strip() + "\n").encode("utf-8")
 
 
-def scan_documents(documents: dict[str, bytes], key: bytes) -> None:
-    """Looks for the key's bytes in each document before any of them is written."""
-    if not key:
-        raise ValueError("the supplier key to scan for is empty")
-    leaked = [name for name, data in documents.items() if key in data]
+def _check_secrets(secrets: Mapping[str, bytes]) -> None:
+    # An empty value is in every byte string: it would make every file a leak, or, checked
+    # the other way round, hide a missing key. Refuse it outright.
+    empty = [name for name, value in secrets.items() if not value]
+    if not secrets or empty:
+        raise ValueError(f"nothing to scan for: {', '.join(empty) or 'no secrets given'}")
+
+
+def _leaks(data: bytes, secrets: Mapping[str, bytes]) -> list[str]:
+    return [name for name, value in secrets.items() if value in data]
+
+
+def scan_documents(documents: Mapping[str, bytes], secrets: Mapping[str, bytes]) -> None:
+    """Looks for every secret's bytes in each document before any of them is written."""
+    _check_secrets(secrets)
+    leaked = [
+        f"{', '.join(found)} in {name}"
+        for name, data in sorted(documents.items())
+        if (found := _leaks(data, secrets))
+    ]
     if leaked:
-        raise KeyLeak(
-            f"the supplier key appears in {', '.join(sorted(leaked))}; nothing was written"
-        )
+        raise KeyLeak(f"{'; '.join(leaked)}: nothing was written")
 
 
-def write_scanned(directory: Path, documents: dict[str, bytes], key: bytes) -> None:
+def write_scanned(
+    directory: Path, documents: Mapping[str, bytes], secrets: Mapping[str, bytes]
+) -> None:
     """Scans every document, then writes the very same bytes: nothing re-encodes in between."""
-    scan_documents(documents, key)
+    scan_documents(documents, secrets)
     for name, data in documents.items():
         (directory / name).write_bytes(data)
 
 
-def scan_directory(directory: Path, key: bytes) -> list[str]:
-    """Reads back every file under directory and looks for the key; returns the files it read.
+def scan_directory(directory: Path, secrets: Mapping[str, bytes]) -> list[str]:
+    """Reads back every file under directory and looks for each secret; returns the files read.
 
     The list comes from the same walk that did the reading, so the count it reports is the
     count of files scanned. A file that cannot be read raises: a scan that could not read a
     candidate must not report success.
     """
-    if not key:
-        raise ValueError("the supplier key to scan for is empty")
+    _check_secrets(secrets)
     scanned: list[str] = []
     leaked: list[str] = []
     for root, dirs, files in os.walk(directory, onerror=_raise):
@@ -58,11 +73,11 @@ def scan_directory(directory: Path, key: bytes) -> list[str]:
         for name in sorted(files):
             path = Path(root) / name
             relative = str(path.relative_to(directory))
-            if key in path.read_bytes():
-                leaked.append(relative)
+            if found := _leaks(path.read_bytes(), secrets):
+                leaked.append(f"{', '.join(found)} in {relative}")
             scanned.append(relative)
     if leaked:
-        raise KeyLeak(f"the supplier key appears in {', '.join(leaked)}")
+        raise KeyLeak("; ".join(leaked))
     return sorted(scanned)
 
 

@@ -386,7 +386,7 @@ class CaseRun:
             "recommendation.md": render_recommendation(self.case, chosen, answer),
             "comparison.json": _json_bytes(comparison.as_json()),
         }
-        write_scanned(ctx.paths.run, documents, env.supplier_key)
+        write_scanned(ctx.paths.run, documents, self.secrets())
         for name, data in documents.items():
             key = f"{self.report_prefix}{name}"
             env.store.put(key, data)
@@ -395,6 +395,11 @@ class CaseRun:
                 f"the report object round-trips through the store: {name}",
                 detail=f"s3://{env.bucket}/{key} differs from what was written",
             )
+
+    def secrets(self) -> dict[str, bytes]:
+        """What no file of the run may hold: the real key, and what the layer derived from it."""
+        key = self.env.supplier_key
+        return {"the supplier key": key} | self.ctx.layer.secrets_to_scan(key)
 
     @property
     def report_prefix(self) -> str:
@@ -444,19 +449,18 @@ class CaseRun:
             "evidence.json": _json_bytes(evidence),
             "calls.json": _json_bytes(ctx.supplier_client.calls.as_json()),
         }
-        write_scanned(ctx.paths.run, documents, env.supplier_key)
+        secrets = self.secrets()
+        write_scanned(ctx.paths.run, documents, secrets)
         checks.require(
             True,
-            "the report, the comparison, the evidence and the call record were scanned for the "
-            "supplier key before being written; the run stops if it appears",
+            "the report, the comparison, the evidence and the call record were scanned before "
+            f"being written for {', '.join(secrets)}; the run stops if one appears",
         )
-        write_scanned(
-            ctx.paths.run, {"checks.json": _json_bytes(checks.as_json())}, env.supplier_key
-        )
+        write_scanned(ctx.paths.run, {"checks.json": _json_bytes(checks.as_json())}, secrets)
         for name in ("evidence.json", "calls.json", "checks.json"):
             env.store.put(f"{self.report_prefix}{name}", (ctx.paths.run / name).read_bytes())
         # The last write is above: from here on nothing in the run directory changes.
-        scanned = scan_directory(ctx.paths.run, env.supplier_key)
+        scanned = scan_directory(ctx.paths.run, secrets)
         checks.require(
             True,
             f"and so was every one of the {len(scanned)} files left in the run directory, read "

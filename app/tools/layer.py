@@ -81,5 +81,9 @@ class ConfinementLayer(ABC):
     def check_suite(self, ctx: RunContext) -> LayerChecks:
         """This layer's own checks, which the orchestrator calls at fixed points of the run."""
 
+    def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
+        """Further values (named) that no file of the run may hold: credentials the layer made."""
+        return {}
+
     def close(self) -> None:  # noqa: B027 (an optional hook)
         """Releases what the layer started (proxies). Idempotent."""

@@ -12,6 +12,8 @@ from app.controller.report import KeyLeak, render_recommendation, scan_directory
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 KEY = b"s3cr3t-supplier-key"
+PLACEHOLDER = b"nono-placeholder-0001"
+SECRETS = {"the supplier key": KEY, "the reader's placeholder": PLACEHOLDER}
 
 
 def test_headline_is_rendered_from_the_checked_id_not_the_prose() -> None:
@@ -23,8 +25,8 @@ def test_headline_is_rendered_from_the_checked_id_not_the_prose() -> None:
 
 
 def test_a_document_holding_the_key_is_not_written(tmp_path: Path) -> None:
-    with pytest.raises(KeyLeak, match=r"b\.json"):
-        write_scanned(tmp_path, {"a.json": b"fine", "b.json": b"x" + KEY + b"y"}, KEY)
+    with pytest.raises(KeyLeak, match=r"the supplier key in b\.json"):
+        write_scanned(tmp_path, {"a.json": b"fine", "b.json": b"x" + KEY + b"y"}, SECRETS)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -32,13 +34,24 @@ def test_directory_scan_names_every_file_it_read(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "a.txt").write_bytes(b"a")
     (tmp_path / "sub" / "b.bin").write_bytes(bytes(range(256)))
-    assert scan_directory(tmp_path, KEY) == ["a.txt", "sub/b.bin"]
+    assert scan_directory(tmp_path, SECRETS) == ["a.txt", "sub/b.bin"]
     (tmp_path / "sub" / "c").write_bytes(KEY)
-    with pytest.raises(KeyLeak, match="sub/c"):
-        scan_directory(tmp_path, KEY)
+    with pytest.raises(KeyLeak, match="the supplier key in sub/c"):
+        scan_directory(tmp_path, SECRETS)
+
+
+def test_directory_scan_finds_every_named_secret(tmp_path: Path) -> None:
+    (tmp_path / "calls.json").write_bytes(b'{"x": "' + PLACEHOLDER + b'"}')
+    with pytest.raises(KeyLeak, match=r"the reader.s placeholder in calls\.json"):
+        scan_directory(tmp_path, SECRETS)
+
+
+def test_an_empty_secret_is_refused_rather_than_matching_everything(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="nothing to scan for"):
+        scan_directory(tmp_path, {"the supplier key": b""})
 
 
 def test_unreadable_file_fails_the_scan(tmp_path: Path) -> None:
     (tmp_path / "dangling").symlink_to(tmp_path / "missing")
     with pytest.raises(FileNotFoundError):
-        scan_directory(tmp_path, KEY)
+        scan_directory(tmp_path, SECRETS)

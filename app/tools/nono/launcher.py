@@ -309,6 +309,17 @@ class NonoLayer(ConfinementLayer):
         """The placeholder the role's proxy issued; held by the controller, never recorded."""
         return self._proxies[role].credential_env_vars()[CREDENTIAL_ENV_VAR].encode("utf-8")
 
+    def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
+        """Each placeholder this run issued, and the digests the credential checks computed."""
+        values = {"the real key's digest": self.credential_digest(supplier_key).encode("ascii")}
+        for role in self._proxies:
+            placeholder = self.issued_placeholder(role)
+            values[f"the {role}'s placeholder"] = placeholder
+            values[f"the {role}'s placeholder digest"] = self.credential_digest(placeholder).encode(
+                "ascii"
+            )
+        return values
+
     def proxy_base_url(self, role: Role) -> str:
         """The role's reverse-proxy route, for the controller's cross-role placeholder check."""
         url: str = self._proxies[role].credential_env_vars()["SUPPLIER_BASE_URL"]
