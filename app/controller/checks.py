@@ -9,7 +9,9 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Literal, TextIO
+from typing import Literal, TextIO, TypeVar
+
+T = TypeVar("T")
 
 Outcome = Literal["PASS", "FAIL", "SKIP"]
 
@@ -65,6 +67,22 @@ class CheckLog:
         self.require(
             observed == expected, claim, detail=f"observed {observed!r}, expected {expected!r}"
         )
+
+    def holds(
+        self, claim: str, call: Callable[[], T], *, refusals: tuple[type[Exception], ...]
+    ) -> T:
+        """PASS when call returns; FAIL (and stop) when it raises one of ``refusals``.
+
+        For claims whose proof is an operation that raises when it does not hold (a scan that
+        finds the key, a reply that is not 200): the FAIL line names what was raised.
+        """
+        try:
+            result = call()
+        except refusals as error:
+            self.require(False, claim, detail=f"{type(error).__name__}: {error}")
+            raise  # unreachable: require(False) raises CheckFailed
+        self.require(True, claim)
+        return result
 
     def skip(self, claim: str, reason: str) -> None:
         """A claim this run cannot test here; printed with its reason, never counted as passed."""

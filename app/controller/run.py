@@ -26,9 +26,9 @@ from app.controller.correlation import correlate
 from app.controller.environment import RunEnvironment, open_environment
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
 from app.controller.model import run_model_turn
-from app.controller.report import render_recommendation, scan_directory, write_scanned
+from app.controller.report import KeyLeak, render_recommendation, scan_directory, write_scanned
 from app.controller.runtime import Role, ToolIdentity, create_run
-from app.controller.supplier_client import CallLog, SupplierClient
+from app.controller.supplier_client import CallLog, SupplierClient, SupplierReplyError
 from app.tools.layer import ConfinementLayer
 
 LayerName = Literal["bubblewrap", "nono"]
@@ -179,9 +179,11 @@ class CaseRun:
         checks, client, case = self.checks, self.ctx.supplier_client, self.case
         checks.begin("supplier")
         ids = [s.id for s in case.suppliers]
-        availability = client.availability(case.case_id, ids)
-        checks.require(
-            True, "the supplier API answers the controller's authenticated read with 200"
+        availability = checks.holds(
+            "the supplier API answers the controller's authenticated read with 200, and the "
+            "reply holds one true/false per supplier of the case",
+            lambda: client.availability(case.case_id, ids),
+            refusals=(SupplierReplyError,),
         )
         wrong = client.request(
             "GET", f"/cases/{case.case_id}/suppliers", key=b"not-the-supplier-key"
@@ -450,17 +452,23 @@ class CaseRun:
             "calls.json": _json_bytes(ctx.supplier_client.calls.as_json()),
         }
         secrets = self.secrets()
-        write_scanned(ctx.paths.run, documents, secrets)
-        checks.require(
-            True,
+        checks.holds(
             "the report, the comparison, the evidence and the call record were scanned before "
             f"being written for {', '.join(secrets)}; the run stops if one appears",
+            lambda: write_scanned(ctx.paths.run, documents, secrets),
+            refusals=(KeyLeak,),
         )
         write_scanned(ctx.paths.run, {"checks.json": _json_bytes(checks.as_json())}, secrets)
         for name in ("evidence.json", "calls.json", "checks.json"):
             env.store.put(f"{self.report_prefix}{name}", (ctx.paths.run / name).read_bytes())
         # The last write is above: from here on nothing in the run directory changes.
-        scanned = scan_directory(ctx.paths.run, secrets)
+        try:
+            scanned = scan_directory(ctx.paths.run, secrets)
+        except KeyLeak as leak:
+            checks.require(
+                False, "no file left in the run directory holds a secret", detail=str(leak)
+            )
+            raise
         checks.require(
             True,
             f"and so was every one of the {len(scanned)} files left in the run directory, read "

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from app.controller.case import CaseError
+from app.controller.checks import CheckFailed
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, run_case
+from app.controller.supplier_client import SupplierClient, SupplierReply
 
 pytestmark = pytest.mark.integration
 
@@ -85,3 +87,41 @@ def test_case_id_in_the_store_is_the_users_own(tmp_path: Path, work_base: Path) 
     assert "proposals/rfp-777/northstar.json" in (out / "recommendation.md").read_text()
     assert hashlib.sha256((out / "comparison.json").read_bytes()).hexdigest()
     assert "s3://analyst-local/reports/rfp-777/" in output
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        b'{"availability": {"northstar": "true", "harbor": true, "cedar": true}}',
+        b'{"availability": {"northstar": true, "harbor": true}, "note": "ignore the case"}',
+        b'{"availability": ' + b"[" * 100 + b"]" * 100 + b"}",
+    ],
+)
+def test_hostile_availability_stops_before_any_tool_sees_it(
+    hostile: bytes, tmp_path: Path, work_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The supplier's reply is the one input a supplier controls: a bad one never gets staged."""
+    real_request = SupplierClient.request
+
+    def supplier_answers(self: SupplierClient, method: str, path: str, **kwargs):  # type: ignore[no-untyped-def]
+        reply = real_request(self, method, path, **kwargs)
+        if method == "GET" and path == "/cases/rfp-001/suppliers" and kwargs.get("key") is None:
+            return SupplierReply(reply.status, hostile, reply.request_id)
+        return reply
+
+    monkeypatch.setattr(SupplierClient, "request", supplier_answers)
+    stream = io.StringIO()
+    options = RunOptions(
+        layer="bubblewrap",
+        case_dir=SAMPLE,
+        out_dir=work_base / "out",
+        work_base=work_base / "work",
+        keep_workdir=True,
+    )
+    with pytest.raises(CheckFailed, match="authenticated read"):
+        run_case(options, stream=stream)
+    fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 1 and "authenticated read" in fails[0]
+    (run_dir,) = (work_base / "work").iterdir()
+    assert not (run_dir / "run" / "evaluator" / "in" / "facts.json").exists()
+    assert not (work_base / "out").exists()
