@@ -314,22 +314,17 @@ class CaseRun:
                 "the local run uses the offline model; this runs in the cluster",
             )
         keys = [case.proposal_key(s.id) for s in case.suppliers]
-        try:
-            chosen = choice_gate(answer, comparison)
-            checks.require(
-                True, f"the model's own choice, {chosen}, matches the verified comparison"
-            )
-            citation_gate(answer, keys)
-            checks.require(
-                True, f"the model's analysis cites all {len(keys)} proposals by store key"
-            )
-        except GateRejected as rejected:
-            checks.require(
-                False,
-                "the model's answer passes the choice and citation gates",
-                detail=str(rejected),
-            )
-            raise
+        chosen = checks.holds(
+            f"the model's own choice, {answer.recommended_supplier}, "
+            "matches the verified comparison",
+            lambda: choice_gate(answer, comparison),
+            refusals=(GateRejected,),
+        )
+        checks.holds(
+            f"the model's analysis cites all {len(keys)} proposals by store key",
+            lambda: citation_gate(answer, keys),
+            refusals=(GateRejected,),
+        )
         self._gate_controls(comparison, answer, keys)
         usage = {
             "model": record.model_name,

@@ -125,3 +125,29 @@ def test_hostile_availability_stops_before_any_tool_sees_it(
     (run_dir,) = (work_base / "work").iterdir()
     assert not (run_dir / "run" / "evaluator" / "in" / "facts.json").exists()
     assert not (work_base / "out").exists()
+
+
+def test_a_model_choosing_another_supplier_fails_the_choice_gate(
+    work_base: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate is live in the run: a model that picks Harbor stops it with no report."""
+    from app.controller import model
+    from app.controller.gates import Recommendation
+
+    def harbor(evidence: dict) -> Recommendation:  # type: ignore[type-arg]
+        keys = " ".join(f"`{s['store_key']}`" for s in evidence["suppliers"])
+        return Recommendation(recommended_supplier="harbor", analysis=f"Harbor is cheapest. {keys}")
+
+    monkeypatch.setattr(model, "offline_analysis", harbor)
+    stream = io.StringIO()
+    options = RunOptions(
+        layer="bubblewrap", case_dir=SAMPLE, out_dir=work_base / "out", work_base=work_base / "w"
+    )
+    with pytest.raises(CheckFailed, match="the comparison's winner is 'northstar'"):
+        run_case(options, stream=stream)
+    fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
+    assert fails == [
+        "FAIL the model's own choice, harbor, matches the verified comparison "
+        "(GateRejected: the answer recommends 'harbor', but the comparison's winner is 'northstar')"
+    ]
+    assert not (work_base / "out").exists()
