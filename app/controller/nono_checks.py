@@ -130,6 +130,22 @@ class NonoChecks(LayerChecks):
             detail=f"the open {_opened_or_errno(confined)}; only EACCES or EPERM is a refusal",
         )
 
+    def _reader_reads_proposals(self) -> None:
+        """The reader opens every proposal staged for it, each the bytes its case entry names."""
+        case, layer = self.ctx.case, self.layer
+        seen = {}
+        for entry in case.suppliers:
+            path = layer.role_path("reader", "in", f"proposals/{entry.id}.json")
+            result = layer.run("reader", "read-proposal", [path]).result
+            seen[entry.id] = (result.get("supplier_id"), result.get("sha256"))
+        expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
+        self.checks.require(
+            seen == expected,
+            f"the reader reads its assigned proposals ({', '.join(expected)}), each the bytes "
+            "whose sha256 the case entry names",
+            detail=f"read {seen}",
+        )
+
     def _files(self) -> None:
         checks, layer, ctx = self.checks, self.layer, self.ctx
         checks.begin("files")
@@ -142,6 +158,7 @@ class NonoChecks(LayerChecks):
             f"(sha256 {staged[:12]}…)",
             detail=f"read-case reported {read.result.get('sha256')}",
         )
+        self._reader_reads_proposals()
         self._refusal_with_control(
             "reader",
             "open-write",

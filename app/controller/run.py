@@ -100,6 +100,7 @@ class CaseRun:
         self.shipped = shipped
         self.case: Case = ctx.case
         self.proposals: dict[str, Proposal] = {}
+        self.proposal_bytes: dict[str, bytes] = {}
 
     # identity and storage ------------------------------------------------------------------
     def identity_and_storage(self) -> bytes:
@@ -137,6 +138,7 @@ class CaseRun:
                 detail=f"sha256 {digest}, case entry {entry.sha256}",
             )
             self.proposals[entry.id] = parse_proposal(data, entry, key)
+            self.proposal_bytes[entry.id] = data
         stored = {"case.json": case_bytes} | {
             f"proposals/{sid}.json": env.store.get(stored_case.proposal_key(sid))
             for sid in self.proposals
@@ -163,9 +165,14 @@ class CaseRun:
 
     def stage_inputs(self, case_bytes: bytes) -> None:
         paths, tool = self.ctx.paths, self.ctx.tool
-        _write_input(
-            paths.workspace("reader").input / "case.json", case_bytes, tool, tool_owned=True
-        )
+        reader_in = paths.workspace("reader").input
+        _write_input(reader_in / "case.json", case_bytes, tool, tool_owned=True)
+        # The reader's documents: the case and, as stored, each proposal it names.
+        (reader_in / "proposals").mkdir(mode=0o755)
+        for supplier_id, data in self.proposal_bytes.items():
+            _write_input(
+                reader_in / "proposals" / f"{supplier_id}.json", data, tool, tool_owned=False
+            )
         private = {"draft_reference": f"DR-{self.ctx.run_id[:8]}", "note": "writer's private notes"}
         _write_input(
             paths.workspace("writer").input / "private.json",

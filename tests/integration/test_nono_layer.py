@@ -64,6 +64,10 @@ def _bench() -> Iterator[Bench]:
             os.chmod(case_file, 0o644)
             if os.geteuid() == 0:
                 os.chown(case_file, tool.uid, tool.gid)
+            proposals = paths.workspace("reader").input / "proposals"
+            shutil.copytree(CASES / "rfp-001" / "proposals", proposals)
+            for path in [proposals, *proposals.iterdir()]:
+                os.chmod(path, 0o755 if path.is_dir() else 0o644)
             private = paths.workspace("writer").input / "private.json"
             private.write_text('{"draft_reference": "DR-test"}\n')
             os.chmod(private, 0o644)

@@ -37,6 +37,17 @@ def read_case(args: list[str]) -> Result:
     )
 
 
+def read_proposal(args: list[str]) -> Result:
+    """Reader: reads one proposal it was given and reports its supplier id and digest."""
+    (path,) = args
+    data = Path(path).read_bytes()
+    return ok(
+        path=path,
+        sha256=hashlib.sha256(data).hexdigest(),
+        supplier_id=json.loads(data)["supplier_id"],
+    )
+
+
 def _eligible(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> list[str]:
     """The requirements a supplier misses; empty means eligible."""
     misses = []
@@ -86,4 +97,9 @@ def write_draft(args: list[str]) -> Result:
     )
 
 
-ACTIONS = {"read-case": read_case, "evaluate": evaluate, "write-draft": write_draft}
+ACTIONS = {
+    "read-case": read_case,
+    "read-proposal": read_proposal,
+    "evaluate": evaluate,
+    "write-draft": write_draft,
+}
