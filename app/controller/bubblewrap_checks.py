@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from app.controller.context import LayerChecks, RunContext
+from app.controller.context import MODEL_KEY_VARIABLES, LayerChecks, RunContext
 from app.controller.runtime import ROLES, Role
 from app.tools.bubblewrap.argv import (
     INPUT_MOUNT,
@@ -36,12 +36,6 @@ NO_CAPABILITIES = "0000000000000000"
 # bwrap always gives the child a mount namespace of its own, so it is checked beside the five
 # the argument vector names.
 CHECKED_NAMESPACES = (*NAMESPACES, "mnt")
-MODEL_KEY_VARIABLES = (
-    "ANTHROPIC_API_KEY",
-    "OPENAI_API_KEY",
-    "BEDROCK_API_KEY",
-    "AWS_BEARER_TOKEN_BEDROCK",
-)
 # The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
 # reach the child), and each takes at most the probe's one scratch pointer.
 STACKED_SYSCALLS = ("getppid", "uname")

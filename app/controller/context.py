@@ -16,6 +16,16 @@ if TYPE_CHECKING:
     from app.tools.layer import ConfinementLayer
 
 
+# A model API key would let a process call a model without the controller: none may be in the
+# controller's environment or a role's. Checked by name; no value is ever printed.
+MODEL_KEY_VARIABLES = (
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "BEDROCK_API_KEY",
+    "AWS_BEARER_TOKEN_BEDROCK",
+)
+
+
 @dataclass(frozen=True)
 class SupplierEndpoint:
     """Where the supplier API is, as the controller and the roles must name it.

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.controller.context import LayerChecks, RunContext
-from app.controller.run import MODEL_KEY_VARIABLES
+from app.controller.context import MODEL_KEY_VARIABLES, LayerChecks, RunContext
 from app.controller.runtime import ROLES, Role
 from app.controller.supplier_client import CallRecord
 from app.tools.nono.launcher import AuditEvent, NonoLayer

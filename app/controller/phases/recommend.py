@@ -1,0 +1,116 @@
+"""One model turn with the evidence tool, its answer through both gates, and each gate's control."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.controller.comparison import Comparison
+from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
+from app.controller.model import run_model_turn
+from app.controller.phases.state import RunState
+
+
+def evidence_for_model(run: RunState, comparison: Comparison) -> dict[str, Any]:
+    case = run.case
+    verdicts = {v.id: v for v in comparison.verdicts}
+    return {
+        "case_id": case.case_id,
+        "title": case.title,
+        "requirements": case.requirements.model_dump(),
+        "suppliers": [
+            {
+                "id": s.id,
+                "name": s.name,
+                "store_key": case.proposal_key(s.id),
+                "price_usd": run.proposals[s.id].price_usd,
+                "delivery_days": run.proposals[s.id].delivery_days,
+                "warranty_months": run.proposals[s.id].warranty_months,
+                "summary": run.proposals[s.id].summary,
+                "eligible": verdicts[s.id].eligible,
+                "misses": list(verdicts[s.id].misses),
+            }
+            for s in case.suppliers
+        ],
+        "comparison": comparison.as_json(),
+    }
+
+
+def model(run: RunState, comparison: Comparison) -> tuple[str, Recommendation, dict[str, Any]]:
+    checks, env, case = run.checks, run.env, run.case
+    checks.begin("model")
+    answer, record = run_model_turn(env.model(), evidence_for_model(run, comparison))
+    checks.require(
+        record.tool_calls == ["get_case_evidence"],
+        f"the model called the evidence tool once ({env.model_description})",
+        detail=f"tool calls {record.tool_calls}",
+    )
+    if env.bedrock:
+        checks.require(
+            record.input_tokens > 0 and record.output_tokens > 0,
+            f"Bedrock returned a real turn with nonzero token usage on {record.model_name}",
+            detail=f"{record.input_tokens} input, {record.output_tokens} output tokens",
+        )
+    else:
+        checks.skip(
+            "Bedrock returned a real turn with nonzero token usage",
+            "the local run uses the offline model; this runs in the cluster",
+        )
+    keys = [case.proposal_key(s.id) for s in case.suppliers]
+    chosen = checks.holds(
+        f"the model's own choice, {answer.recommended_supplier}, matches the verified comparison",
+        lambda: choice_gate(answer, comparison),
+        refusals=(GateRejected,),
+    )
+    checks.holds(
+        f"the model's analysis cites all {len(keys)} proposals by store key",
+        lambda: citation_gate(answer, keys),
+        refusals=(GateRejected,),
+    )
+    _gate_controls(run, comparison, answer, keys)
+    usage = {
+        "model": record.model_name,
+        "input_tokens": record.input_tokens,
+        "output_tokens": record.output_tokens,
+    }
+    return chosen, answer, usage
+
+
+def _gate_controls(
+    run: RunState, comparison: Comparison, answer: Recommendation, keys: list[str]
+) -> None:
+    """Each gate refuses a deliberately wrong copy of the accepted answer."""
+    ineligible = [v.id for v in comparison.verdicts if not v.eligible]
+    losers = [v.id for v in comparison.verdicts if v.id != comparison.winner]
+    # Prefer an ineligible supplier; a case where every supplier qualifies offers a loser,
+    # and a one-supplier case an id that is not in the case at all.
+    wrong = (ineligible or losers or ["not-a-supplier"])[0]
+    wrong_label = "an ineligible supplier" if ineligible else "a supplier it did not choose"
+    choose = lambda a: choice_gate(a, comparison)  # noqa: E731
+    cite = lambda a: citation_gate(a, keys)  # noqa: E731
+    controls = (
+        (
+            "choice",
+            f"an answer naming {wrong_label}, {wrong}",
+            answer.model_copy(update={"recommended_supplier": wrong}),
+            choose,
+        ),
+        (
+            "choice",
+            "an answer that names the supplier only in its prose",
+            answer.model_copy(update={"recommended_supplier": None}),
+            choose,
+        ),
+        (
+            "citation",
+            f"an answer missing the source key {keys[-1]}",
+            answer.model_copy(update={"analysis": answer.analysis.replace(keys[-1], "")}),
+            cite,
+        ),
+    )
+    for gate, label, bad, check in controls:
+        try:
+            check(bad)
+        except GateRejected as rejected:
+            run.checks.require(True, f"the {gate} gate rejects {label} ({rejected})")
+        else:
+            run.checks.require(False, f"the {gate} gate rejects {label}", detail="it was accepted")
