@@ -16,6 +16,21 @@ from stack_run import REPO_ROOT
 KUBERNETES_VERSION = "1.36.0"
 
 
+# Every object the dev stack creates, one file each.
+EXPECTED_FILES = (
+    "configmap-supplier-ca.yaml",
+    "deployment-supplier-api.yaml",
+    "job-analyst-bubblewrap-1.yaml",
+    "job-analyst-nono-1.yaml",
+    "namespace-procurement-analyst-dev.yaml",
+    "secret-supplier-key.yaml",
+    "secret-supplier-tls.yaml",
+    "service-supplier-api-alias.yaml",
+    "service-supplier-api.yaml",
+    "serviceaccount-analyst.yaml",
+)
+
+
 @pytest.fixture(scope="module")
 def manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     out = tmp_path_factory.mktemp("manifests")
@@ -33,39 +48,14 @@ def manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
 
 
 def test_every_object_has_its_own_file(manifests: dict[str, dict]) -> None:
-    assert sorted(manifests) == [
-        "configmap-supplier-ca.yaml",
-        "deployment-supplier-api.yaml",
-        "job-analyst-bubblewrap-1.yaml",
-        "job-analyst-nono-1.yaml",
-        "namespace-procurement-analyst-dev.yaml",
-        "secret-supplier-key.yaml",
-        "secret-supplier-tls.yaml",
-        "service-supplier-api-alias.yaml",
-        "service-supplier-api.yaml",
-        "serviceaccount-analyst.yaml",
-    ]
+    assert sorted(manifests) == list(EXPECTED_FILES)
 
 
 def test_the_schemas_for_the_target_version_are_shipped() -> None:
     assert KUBERNETES_VERSION in kv.all_versions()
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "configmap-supplier-ca.yaml",
-        "deployment-supplier-api.yaml",
-        "job-analyst-bubblewrap-1.yaml",
-        "job-analyst-nono-1.yaml",
-        "namespace-procurement-analyst-dev.yaml",
-        "secret-supplier-key.yaml",
-        "secret-supplier-tls.yaml",
-        "service-supplier-api-alias.yaml",
-        "service-supplier-api.yaml",
-        "serviceaccount-analyst.yaml",
-    ],
-)
+@pytest.mark.parametrize("name", EXPECTED_FILES)
 def test_each_manifest_is_valid_for_kubernetes_1_36_strict(
     manifests: dict[str, dict], name: str
 ) -> None:
