@@ -20,15 +20,16 @@ from pathlib import Path
 
 from app.controller.aws_local import LocalAws
 from app.controller.context import LayerSetup
-from app.controller.runtime import WORKER_PACKAGE, ToolIdentity, create_run
 from app.controller.supplier_client import CallLog, SupplierClient
 from app.controller.supplier_service import LocalSupplierService
+from app.core.ids import OTHER_CASE_ID
+from app.core.run_tree import WORKER_PACKAGE, ToolIdentity, create_run
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.nono.launcher import NonoLayer
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "cases" / "rfp-001"
-OTHER = ROOT / "cases" / "rfp-other"
+OTHER = ROOT / "cases" / OTHER_CASE_ID
 
 
 def _median_ms(action: Callable[[], object], repeat: int) -> float:
@@ -71,7 +72,7 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
             setup = LayerSetup(
                 paths.run_id,
                 "rfp-001",
-                "rfp-other",
+                OTHER_CASE_ID,
                 paths,
                 tool,
                 supplier,

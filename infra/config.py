@@ -14,6 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from app.core.ids import ID_PATTERN, is_valid_id
+from app.core.roles import Layer
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = REPO_ROOT / "cases"
 
@@ -24,19 +27,11 @@ PROJECT = "procurement-analyst"
 # RuntimeClass the analyst's pods require.
 MIN_KUBERNETES = (1, 36)
 
-_CASE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 # A DNS-1123 label, short enough that `analyst-<layer>-<trigger>` stays a valid Job name.
 _RUN_TRIGGER = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 # Bedrock model and inference-profile ids, e.g. `global.anthropic.claude-sonnet-4-5-...-v1:0`.
 _MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9.-]{2,126}(:[0-9]+)?$")
-
-
-class Layer(StrEnum):
-    """A confinement layer the controller can run its tool processes under."""
-
-    BUBBLEWRAP = "bubblewrap"
-    NONO = "nono"
 
 
 class ClusterMode(StrEnum):
@@ -99,8 +94,8 @@ class StackConfig(BaseModel):
     @field_validator("case_id")
     @classmethod
     def _case_id(cls, value: str) -> str:
-        if not _CASE_ID.fullmatch(value):
-            raise ValueError(f"must match {_CASE_ID.pattern}")
+        if not is_valid_id(value):
+            raise ValueError(f"must match {ID_PATTERN.pattern}")
         if not (CASES_DIR / value / "case.json").is_file():
             known = sorted(p.name for p in CASES_DIR.iterdir() if (p / "case.json").is_file())
             raise ValueError(f"has no folder cases/{value}/case.json; allowed: {', '.join(known)}")

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, assert_never
 
-from . import cluster_env as env
-from .config import Layer
+from app.core import cluster_env as env
+from app.core.roles import Layer
 
 SANDBOX_RUNTIME_CLASS = "isolated-sandbox"
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import socket
 import subprocess
 import sys
@@ -42,10 +41,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.context import AwsCredentialFile
-from app.controller.iam_policy import render_permissions_policy
 from app.controller.processes import stop_process
-from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 from app.controller.store import CaseStore
+from app.core.iam_policy import render_permissions_policy
+from app.core.ids import ID_PATTERN, OTHER_CASE_ID, is_valid_id
+from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 LOCAL_BUCKET = "analyst-local"
 LOCAL_REGION = "us-east-1"
@@ -54,10 +54,9 @@ PROFILE = "analyst"
 ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-OTHER_CASE_DIR = REPO_ROOT / "cases" / "rfp-other"
+OTHER_CASE_DIR = REPO_ROOT / "cases" / OTHER_CASE_ID
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_SECONDS = 30.0
-_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
 # the bootstrap client), so the environment variable below is derived from this tuple.
@@ -126,14 +125,14 @@ def _read_case_objects(case_dir: Path, *, with_proposals: bool) -> tuple[str, li
     except (OSError, ValueError) as exc:
         raise LocalAwsError(f"cannot read {case_file}: {exc}; pass a case folder") from exc
     case_id = doc.get("case_id") if isinstance(doc, dict) else None
-    if not isinstance(case_id, str) or not _ID.fullmatch(case_id):
-        raise LocalAwsError(f"{case_file}: case_id must match {_ID.pattern}")
+    if not isinstance(case_id, str) or not is_valid_id(case_id):
+        raise LocalAwsError(f"{case_file}: case_id must match {ID_PATTERN.pattern}")
     objects = [SeedObject(f"cases/{case_id}/case.json", raw)]
     if not with_proposals:
         return case_id, objects
     for supplier in doc.get("suppliers") or []:
         supplier_id = supplier.get("id") if isinstance(supplier, dict) else None
-        if not isinstance(supplier_id, str) or not _ID.fullmatch(supplier_id):
+        if not isinstance(supplier_id, str) or not is_valid_id(supplier_id):
             raise LocalAwsError(f"{case_file}: supplier id {supplier_id!r} is not a valid id")
         proposal = case_dir / "proposals" / f"{supplier_id}.json"
         data = proposal.read_bytes()

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.controller.context import MODEL_KEY_VARIABLES, LayerChecks, RunContext
-from app.controller.runtime import ROLES, Role
+from app.core.run_tree import ROLES, Role
 from app.tools.bubblewrap.argv import (
     INPUT_MOUNT,
     NAMESPACES,

@@ -7,10 +7,10 @@ import sys
 from pathlib import Path
 from typing import NoReturn
 
-from app.controller.case import CaseError
 from app.controller.checks import CheckFailed
 from app.controller.environment import SettingMissing
 from app.controller.run import RunOptions, RunOutcome, run_case
+from app.core.case import CaseError
 from app.tools.layer import LayerUnavailable
 
 SAMPLE_CASE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.controller.case import Case, Proposal
+from app.core.case import Case, Proposal
 
 
 class NoEligibleSupplier(RuntimeError):

@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from app.controller.checks import CheckLog
-from app.controller.runtime import RunPaths, ToolIdentity
+from app.core.run_tree import RunPaths, ToolIdentity
 
 if TYPE_CHECKING:
-    from app.controller.case import Case
     from app.controller.supplier_client import SupplierClient
+    from app.core.case import Case
     from app.tools.layer import ConfinementLayer
 
 

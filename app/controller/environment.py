@@ -19,13 +19,14 @@ import boto3
 from strands.models.model import Model
 
 from app.controller.aws_local import LocalAws
-from app.controller.case import Case
 from app.controller.context import AwsCredentialFile, SupplierEndpoint
 from app.controller.model import OfflineModel, bedrock_model
-from app.controller.runtime import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity, new_run_id
 from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
 from app.controller.supplier_service import LocalSupplierService, supplier_endpoint_from_env
+from app.core.case import Case
+from app.core.ids import OTHER_CASE_ID
+from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity, new_run_id
 
 REPO_CASES = Path(__file__).resolve().parents[2] / "cases"
 CLUSTER_BASE = Path("/var/lib/analyst")
@@ -92,7 +93,7 @@ class LocalEnvironment(RunEnvironment):
         self.default_out_parent = Path("runs")
 
     def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
-        other = REPO_CASES / "rfp-other"
+        other = REPO_CASES / OTHER_CASE_ID
         aws = stack.enter_context(LocalAws(paths, self.tool, self.case_dir, other_case_dir=other))
         self.bucket = aws.bucket
         self.session = aws.session()

@@ -15,8 +15,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from app.controller.context import MODEL_KEY_VARIABLES, LayerChecks, RunContext
-from app.controller.runtime import ROLES, Role
 from app.controller.supplier_client import CallRecord
+from app.core.run_tree import ROLES, Role
 from app.tools.nono.launcher import AuditEvent, NonoLayer
 from app.tools.nono.profiles import differences, fill
 from app.tools.nono.render import rendered

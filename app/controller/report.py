@@ -6,8 +6,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from app.controller.case import Case
 from app.controller.gates import Recommendation
+from app.core.case import Case
 
 
 class KeyLeak(RuntimeError):

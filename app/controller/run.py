@@ -15,18 +15,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
 
-from app.controller.case import load_case_folder
 from app.controller.checks import CheckLog
 from app.controller.context import LayerSetup, RunContext
 from app.controller.environment import open_environment
 from app.controller.phases import business, evidence, recommend, storage
 from app.controller.phases.state import RunState
-from app.controller.runtime import ToolIdentity, create_run
 from app.controller.supplier_client import CallLog, SupplierClient
+from app.core.case import load_case_folder
+from app.core.ids import OTHER_CASE_ID
+from app.core.run_tree import ToolIdentity, create_run
 from app.tools.layer import ConfinementLayer
 
 LayerName = Literal["bubblewrap", "nono"]
-OTHER_CASE_ID = "rfp-other"
 REPORT_FILES = (
     "recommendation.md",
     "comparison.json",

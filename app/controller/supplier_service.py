@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 from app.controller.context import SupplierEndpoint
 from app.controller.pki import generate_run_pki
 from app.controller.processes import stop_process
-from app.controller.runtime import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
+from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOST = "localhost"

@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.supplier_api.ids import ID_PATTERN, is_valid_id
+from app.core.ids import ID_PATTERN, is_valid_id
 
 AVAILABILITY_FILE = "supplier-availability.json"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.supplier_api.ids import is_valid_id
+from app.core.ids import is_valid_id
 
 # Each route is a fixed shape; the captured segment is checked against the id rule before
 # it is used, so a path can never reach a lookup with anything the contract does not allow.

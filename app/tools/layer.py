@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 from app.controller.context import LayerChecks, RunContext
-from app.controller.runtime import Role
+from app.core.run_tree import Role
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS = 60

@@ -7,7 +7,7 @@ import json
 import pulumi
 import pulumi_aws as aws
 
-from app.controller.iam_policy import pod_identity_trust_policy, render_permissions_policy
+from app.core.iam_policy import pod_identity_trust_policy, render_permissions_policy
 
 from ..bedrock_policy import bedrock_invoke_policy
 from ..config import StackConfig

@@ -8,7 +8,8 @@ import pulumi_kubernetes as k8s
 import pulumi_random as random
 import pulumi_tls as tls
 
-from .. import cluster_env as env
+from app.core import cluster_env as env
+
 from ..pod_specs import labels
 
 CA_VALIDITY_HOURS = 365 * 24

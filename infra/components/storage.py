@@ -8,10 +8,12 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
+from app.core.ids import OTHER_CASE_ID
+
 from ..config import CASES_DIR, BucketOnDestroy, StackConfig
 
 # The case whose object the analyst must NOT be able to read (the AccessDenied control).
-OTHER_CASE = "rfp-other"
+OTHER_CASE = OTHER_CASE_ID
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ from collections.abc import Sequence
 import pulumi
 import pulumi_kubernetes as k8s
 
-from .. import cluster_env as env
+from app.core import cluster_env as env
+
 from ..pod_specs import labels, supplier_pod_spec
 
 SELECTOR = {"app.kubernetes.io/name": env.SUPPLIER_SERVICE}

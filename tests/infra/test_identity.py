@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from stack_run import StackRun, run_stack
 
-from app.controller.iam_policy import render_permissions_policy
+from app.core.iam_policy import render_permissions_policy
 from infra.bedrock_policy import bedrock_invoke_policy, is_inference_profile
 
 BUCKET = "procurement-analyst-20260101000000000000000001"

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from stack_run import StackRun
 
-from infra import cluster_env
-from infra.config import Layer
+from app.core import cluster_env
+from app.core.roles import Layer
 from infra.pod_specs import JobInputs, analyst_pod_spec, job_name
 
 CONTROLLER_ENV = {

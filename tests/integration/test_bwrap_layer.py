@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from app.controller.context import AwsCredentialFile, LayerSetup, SupplierEndpoint
-from app.controller.runtime import (
+from app.core.run_tree import (
     ToolIdentity,
     create_run,
     create_secrets_dir,

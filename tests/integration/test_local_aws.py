@@ -11,8 +11,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.aws_local import LocalAws, LocalAwsSettings
-from app.controller.runtime import ToolIdentity, create_run
 from app.controller.store import OK, CaseStore
+from app.core.run_tree import ToolIdentity, create_run
 
 pytestmark = pytest.mark.integration
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.case import load_case_folder
 from app.controller.checks import CheckLog
 from app.controller.context import AwsCredentialFile, LayerSetup, RunContext, SupplierEndpoint
 from app.controller.correlation import correlate
-from app.controller.runtime import RunPaths, ToolIdentity, create_run, write_secret_file
 from app.controller.supplier_client import CallLog, SupplierClient
 from app.controller.supplier_service import LocalSupplierService
+from app.core.case import load_case_folder
+from app.core.run_tree import RunPaths, ToolIdentity, create_run, write_secret_file
 from app.tools.nono.launcher import NonoLayer
 
 pytestmark = pytest.mark.integration

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.case import CaseError
 from app.controller.checks import CheckFailed
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, run_case
 from app.controller.supplier_client import SupplierClient, SupplierReply
+from app.core.case import CaseError
 
 pytestmark = pytest.mark.integration
 

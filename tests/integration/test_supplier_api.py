@@ -13,9 +13,9 @@ import pytest
 
 from app.controller.context import SupplierEndpoint
 from app.controller.pki import generate_run_pki
-from app.controller.runtime import RunPaths, ToolIdentity, create_run
 from app.controller.supplier_client import CallLog, SupplierClient, SupplierConnectionError
 from app.controller.supplier_service import LocalSupplierService
+from app.core.run_tree import RunPaths, ToolIdentity, create_run
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from app.controller.runtime import ROLES, Role
+from app.core.run_tree import ROLES, Role
 from app.tools.bubblewrap import render
 from app.tools.bubblewrap.argv import (
     BASE_ENVIRONMENT,

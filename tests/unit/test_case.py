@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.case import CaseError, load_case_folder
+from app.core.case import CaseError, load_case_folder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.case import Proposal, load_case_folder
 from app.controller.comparison import NoEligibleSupplier, compare
+from app.core.case import Proposal, load_case_folder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.runtime import ROLES
+from app.core.run_tree import ROLES
 from app.tools.nono import render
 from app.tools.nono.profiles import (
     COMMITTED_DIR,

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.case import load_case_folder
 from app.controller.gates import Recommendation
 from app.controller.report import KeyLeak, render_recommendation, scan_directory, write_scanned
+from app.core.case import load_case_folder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 KEY = b"s3cr3t-supplier-key"

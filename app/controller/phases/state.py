@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.controller.case import Case, Proposal
 from app.controller.checks import CheckLog
 from app.controller.context import RunContext
 from app.controller.environment import RunEnvironment
-from app.controller.runtime import Role, ToolIdentity
+from app.core.case import Case, Proposal
+from app.core.run_tree import Role, ToolIdentity
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 import os
 
-from app.controller.case import parse_case, parse_proposal
 from app.controller.context import MODEL_KEY_VARIABLES
 from app.controller.phases.state import RunState, json_bytes, write_input
+from app.core.case import parse_case, parse_proposal
 
 
 def identity_and_storage(run: RunState) -> bytes:

@@ -14,7 +14,7 @@ from typing import Any, ClassVar, Literal
 
 from app.controller.bubblewrap_checks import BubblewrapChecks
 from app.controller.context import LayerSetup, RunContext
-from app.controller.runtime import ROLES, Role
+from app.core.run_tree import ROLES, Role
 from app.tools.bubblewrap.argv import (
     INPUT_MOUNT,
     INTERPRETER,

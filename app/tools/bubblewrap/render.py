@@ -9,7 +9,7 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.controller.runtime import ROLES
+from app.core.run_tree import ROLES
 from app.tools.bubblewrap.argv import BubblewrapPolicy, bwrap_argv, per_call_args
 from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
 from app.tools.committed import drifted_files, render_main, write_files

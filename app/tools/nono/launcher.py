@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from app.controller.context import LayerSetup, RunContext
-from app.controller.runtime import ROLES, WORKER_PACKAGE, Role
+from app.core.run_tree import ROLES, WORKER_PACKAGE, Role
 from app.tools.layer import (
     TOOL_TIMEOUT_SECONDS,
     ConfinementLayer,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from app.controller.runtime import ROLES, Role
+from app.core.run_tree import ROLES, Role
 
 PROFILE_VERSION = "1.0.0"
 COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "nono"

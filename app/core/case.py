@@ -16,8 +16,9 @@ from pydantic import (
     model_validator,
 )
 
-# Case ids and supplier ids become S3 keys, URL paths and file names: nothing else is allowed.
-Identifier = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
+from app.core.ids import ID_REGEX
+
+Identifier = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 
 MAX_DOCUMENT_BYTES = 256 * 1024

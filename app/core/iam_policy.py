@@ -11,20 +11,21 @@ import re
 from pathlib import Path
 from typing import Any
 
+from app.core.ids import ID_PATTERN, is_valid_id
+
 POLICY_TEMPLATE = Path(__file__).resolve().parents[2] / "policies" / "analyst-permissions.json"
 
 # Bucket names as S3 allows them, and case ids as the case contract allows them: both are
 # checked before they are spliced into an ARN, so no value can widen a resource pattern.
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_CASE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
 
 
 def render_permissions_policy(bucket: str, case_id: str) -> dict[str, Any]:
     """The permissions policy for one bucket and one case, as a parsed IAM document."""
     if not _BUCKET.fullmatch(bucket):
         raise ValueError(f"bucket name {bucket!r} is not a valid S3 bucket name")
-    if not _CASE_ID.fullmatch(case_id):
-        raise ValueError(f"case id {case_id!r} must match {_CASE_ID.pattern}")
+    if not is_valid_id(case_id):
+        raise ValueError(f"case id {case_id!r} must match {ID_PATTERN.pattern}")
     text = POLICY_TEMPLATE.read_text(encoding="utf-8")
     rendered = text.replace("<BUCKET>", bucket).replace("<CASE_ID>", case_id)
     return json.loads(rendered)

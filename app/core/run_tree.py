@@ -23,10 +23,8 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
-Role = Literal["reader", "evaluator", "writer"]
-ROLES: tuple[Role, ...] = ("reader", "evaluator", "writer")
+from app.core.roles import ROLES, Role
 
 # The uid/gid a tool process runs as when the controller is root. 1000 is what the cluster's
 # containers run as, so local and cluster runs show the same numbers.
