@@ -34,9 +34,11 @@ policies-check: $(READY)
 manifests: $(READY)
 	$(PY) infra/render_manifests.py --out build/manifests
 
+## lint: ruff, and strict mypy over app/, infra/ and bench/
 lint: $(READY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(PY) -m mypy
 
 clean:
 	rm -rf build runs .pytest_cache
