@@ -6,6 +6,7 @@ memory. Every figure comes from this one run; ratios are what to compare across 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import shutil
@@ -15,21 +16,16 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, closing
 from pathlib import Path
 
-from app.controller.aws_local import LocalAws
-from app.controller.context import LayerSetup
-from app.controller.supplier_client import CallLog, SupplierClient
-from app.controller.supplier_service import LocalSupplierService
-from app.core.ids import OTHER_CASE_ID
-from app.core.run_tree import WORKER_PACKAGE, ToolIdentity, create_run
+from app.controller.run import RunOptions, prepared_run
+from app.core.repo import REPO_ROOT, SAMPLE_CASE
+from app.core.roles import Layer
+from app.core.run_tree import ToolIdentity
 from app.tools.bubblewrap.launcher import BubblewrapLayer
+from app.tools.control import run_unconfined
 from app.tools.nono.launcher import NonoLayer
-
-ROOT = Path(__file__).resolve().parents[1]
-SAMPLE = ROOT / "cases" / "rfp-001"
-OTHER = ROOT / "cases" / OTHER_CASE_ID
 
 
 def _median_ms(action: Callable[[], object], repeat: int) -> float:
@@ -42,65 +38,36 @@ def _median_ms(action: Callable[[], object], repeat: int) -> float:
     return statistics.median(samples)
 
 
-def _plain_worker(code_dir: Path, tool: ToolIdentity) -> Callable[[], object]:
-    """The same worker and action with no confinement at all, at the same uid."""
-    drop = {"user": tool.uid, "group": tool.gid, "extra_groups": []} if os.geteuid() == 0 else {}
-    env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PYTHONPATH": str(code_dir)}
-
-    def run() -> object:
-        return subprocess.run(
-            ["/usr/bin/python3", "-m", WORKER_PACKAGE, "env-names"],
-            env=env,
-            cwd="/",
-            check=True,
-            capture_output=True,
-            **drop,  # type: ignore[arg-type]
-        )
-
-    return run
-
-
 def startup_and_proxy(repeat: int) -> dict[str, float]:
-    tool = ToolIdentity.for_this_controller()
     base = Path(tempfile.mkdtemp(prefix="analyst-bench-", dir="/var/tmp"))
     os.chmod(base, 0o755)
+    options = RunOptions(layer=Layer.NONO, case_dir=SAMPLE_CASE, work_base=base)
     try:
-        with ExitStack() as stack:
-            paths = create_run(base, tool)
-            aws = stack.enter_context(LocalAws(paths, tool, SAMPLE, other_case_dir=OTHER))
-            supplier = stack.enter_context(LocalSupplierService(paths, tool, [SAMPLE, OTHER]))
-            setup = LayerSetup(
-                paths.run_id,
-                "rfp-001",
-                OTHER_CASE_ID,
-                paths,
-                tool,
-                supplier,
-                aws.credential,
-                aws.endpoint,
-            )
-            bubblewrap = BubblewrapLayer(setup)
-            nono = NonoLayer(setup)
-            stack.callback(nono.close)
+        with prepared_run(options, io.StringIO()) as prepared, ExitStack() as stack:
+            run = prepared.run
+            bubblewrap = BubblewrapLayer(run)
+            nono = stack.enter_context(closing(NonoLayer(run)))
             bubblewrap.preflight()
             nono.preflight()
+            tool = ToolIdentity.for_this_controller()
             figures = {
-                "plain_ms": _median_ms(_plain_worker(paths.code, tool), repeat),
-                "bubblewrap_ms": _median_ms(
-                    lambda: bubblewrap.run("evaluator", "env-names", []), repeat
+                # The same worker and action with no confinement at all, at the same uid.
+                "plain_ms": _median_ms(
+                    lambda: run_unconfined(run.paths, tool, "env-names", ()), repeat
                 ),
-                "nono_ms": _median_ms(lambda: nono.run("evaluator", "env-names", []), repeat),
+                "bubblewrap_ms": _median_ms(
+                    lambda: bubblewrap.run_tool("evaluator", "env-names"), repeat
+                ),
+                "nono_ms": _median_ms(lambda: nono.run_tool("evaluator", "env-names"), repeat),
             }
-            key = supplier.key_file.read_bytes().strip()
-            client = SupplierClient(supplier, key, CallLog(), paths.run_id)
             path = "/cases/rfp-001/suppliers"
-            nono.run("reader", "env-names", [])  # starts the reader's own proxy
-            placeholder = nono.issued_placeholder("reader")
+            nono.run_tool("reader", "env-names")  # starts the reader's own proxy
+            placeholder = nono.proxies.placeholder("reader")
             figures["direct_request_ms"] = _median_ms(
-                lambda: client.request("GET", path), repeat * 4
+                lambda: prepared.client.request("GET", path), repeat * 4
             )
             figures["proxied_request_ms"] = _median_ms(
-                lambda: nono.send_through_proxy(
+                lambda: nono.proxies.send(
                     "reader",
                     "GET",
                     path,
@@ -114,12 +81,12 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def whole_case(layer: str) -> dict[str, float]:
+def whole_case(layer: Layer) -> dict[str, float | None]:
     """One case in a child process, so its peak memory is its own and nothing else's."""
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "bench.whole_case", layer],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         check=True,
         capture_output=True,
         text=True,
@@ -154,16 +121,17 @@ def main(argv: list[str] | None = None) -> int:
         f"  through the reader's proxy  {s['proxied_request_ms']:8.2f} ms   "
         f"difference {s['proxied_request_ms'] - s['direct_request_ms']:+.2f} ms per allowed request"
     )
-    for layer in ("bubblewrap", "nono"):
+    for layer in Layer:
         w = whole_case(layer)
         print(f"==> whole local case under {layer}")
-        print(f"  wall time                   {w['wall_s']:8.1f} s")
-        print(f"  controller peak RSS         {w['controller_peak_kib'] / 1024:8.1f} MiB")
-        if w["tool_peak_kib"] is None:
+        print(f"  wall time                   {w['wall_s'] or 0:8.1f} s")
+        controller_kib, tool_kib = w["controller_peak_kib"], w["tool_peak_kib"]
+        print(f"  controller peak RSS         {(controller_kib or 0) / 1024:8.1f} MiB")
+        if tool_kib is None:
             # The worker reads its own VmHWM from /proc, which no nono profile grants.
             print("  largest tool process peak        n/a  (/proc is outside the nono profiles)")
         else:
-            print(f"  largest tool process peak   {w['tool_peak_kib'] / 1024:8.1f} MiB")
+            print(f"  largest tool process peak   {tool_kib / 1024:8.1f} MiB")
     return 0
 
 

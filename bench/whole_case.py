@@ -11,47 +11,26 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.controller.context import LayerSetup
-from app.controller.run import RunOptions, default_layer, run_case
-from app.tools.layer import ConfinementLayer, ToolOutcome
-
-SAMPLE = Path(__file__).resolve().parents[1] / "cases" / "rfp-001"
+from app.controller.run import RunOptions, run_case
+from app.core.repo import SAMPLE_CASE
+from app.core.roles import Layer
 
 
-def main(layer_name: str) -> None:
-    peaks: list[int] = []
-    factory = default_layer(layer_name)  # type: ignore[arg-type]
-
-    def measured(setup: LayerSetup) -> ConfinementLayer:
-        layer = factory(setup)
-        original = layer.run
-
-        def run(role, action, args) -> ToolOutcome:  # type: ignore[no-untyped-def]
-            outcome = original(role, action, args)
-            if outcome.result.get("peak_rss_kib") is not None:
-                peaks.append(int(outcome.result["peak_rss_kib"]))
-            return outcome
-
-        layer.run = run  # type: ignore[method-assign]
-        return layer
-
+def main(layer: Layer) -> None:
     base = Path(tempfile.mkdtemp(prefix="analyst-bench-", dir="/var/tmp"))
     os.chmod(base, 0o755)
     try:
         options = RunOptions(
-            layer=layer_name,  # type: ignore[arg-type]
-            case_dir=SAMPLE,
-            out_dir=base / "out",
-            work_base=base / "work",
+            layer=layer, case_dir=SAMPLE_CASE, out_dir=base / "out", work_base=base / "work"
         )
-        run_case(options, make_layer=measured, stream=io.StringIO())
+        outcome = run_case(options, stream=io.StringIO())
+        evidence = json.loads((outcome.out_dir / "evidence.json").read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     controller = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(
-        json.dumps({"controller_peak_kib": controller, "tool_peak_kib": max(peaks, default=None)})
-    )
+    tool_peak = evidence["policy"]["largest_tool_peak_kib"]
+    print(json.dumps({"controller_peak_kib": controller, "tool_peak_kib": tool_peak}))
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(Layer(sys.argv[1]))

@@ -1,30 +1,21 @@
-"""The controller's command line: run one case under one layer, or the demo under both."""
+"""The controller's command line: run one case under one layer, or the demo under both.
+
+Exit codes, mapped here and nowhere else: 0 complete, 1 the run stopped (a check failed, a tool
+or a service broke), 2 bad input (nothing was created), 3 the layer cannot run on this machine.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TextIO
 
-from app.controller.checks import CheckFailed
-from app.controller.environment import SettingMissing
 from app.controller.run import RunOptions, RunOutcome, run_case
-from app.core.case import CaseError
-from app.tools.layer import LayerUnavailable
-
-SAMPLE_CASE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
-LAYERS = ("bubblewrap", "nono")
-
-# Exit codes: a user can tell bad input from a broken boundary from a machine that cannot run it.
-EXIT_CHECK_FAILED = 1
-EXIT_BAD_INPUT = 2
-EXIT_LAYER_UNAVAILABLE = 3
-
-
-def _fatal(message: str, code: int) -> NoReturn:
-    print(f"error: {message}", file=sys.stderr)
-    sys.exit(code)
+from app.core.checklog import CheckFailed
+from app.core.errors import AnalystError
+from app.core.repo import SAMPLE_CASE
+from app.core.roles import Layer
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -37,10 +28,19 @@ def _parser() -> argparse.ArgumentParser:
             "S3/IAM, the supplier API over TLS, an offline model); the Kubernetes Job sets "
             "ANALYST_MODE=cluster."
         ),
+        epilog=(
+            "exit codes: 0 complete; 1 the run stopped (a check failed, or a tool or service "
+            "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine"
+        ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run one case under one confinement layer")
-    run.add_argument("--layer", choices=LAYERS, required=True, help="the confinement layer")
+    run.add_argument(
+        "--layer",
+        choices=[layer.value for layer in Layer],
+        required=True,
+        help="the confinement layer",
+    )
     _common(run)
     run.add_argument(
         "--out",
@@ -77,9 +77,32 @@ def _common(command: argparse.ArgumentParser) -> None:
     )
 
 
-def _run_one(layer: str, args: argparse.Namespace, out: Path | None) -> RunOutcome:
+def _fatal(error: AnalystError) -> NoReturn:
+    if isinstance(error, CheckFailed):
+        print(f"ANALYST_FAILED: {error}", file=sys.stderr)
+    else:
+        print(f"error ({error.label}): {error}", file=sys.stderr)
+    sys.exit(error.exit_code)
+
+
+def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
+    """The lines that end a complete run: its id, the count, and where the report is."""
+    print(f"ANALYST_COMPLETE={outcome.run_id}", file=stream)
+    print(f"{outcome.checks_passed} checks passed", file=stream)
+    if outcome.checks_skipped:
+        print(
+            f"  {outcome.checks_skipped} skipped (listed above with the reason; not counted)",
+            file=stream,
+        )
+    print(f"  model: {outcome.model_description}", file=stream)
+    print(f"  recommendation: {outcome.out_dir / 'recommendation.md'}", file=stream)
+    print(f"  evidence:       {outcome.out_dir / 'evidence.json'}", file=stream)
+    print(f"  store report:   {outcome.report_uri}", file=stream, flush=True)
+
+
+def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
     options = RunOptions(
-        layer=layer,  # type: ignore[arg-type]
+        layer=layer,
         case_dir=args.case,
         out_dir=out,
         out_parent=getattr(args, "out_parent", None),
@@ -87,33 +110,26 @@ def _run_one(layer: str, args: argparse.Namespace, out: Path | None) -> RunOutco
         keep_workdir=args.keep_workdir,
     )
     try:
-        return run_case(options)
-    except (CaseError, SettingMissing) as error:
-        _fatal(str(error), EXIT_BAD_INPUT)
-    except LayerUnavailable as error:
-        _fatal(f"the {layer} layer cannot run here: {error}", EXIT_LAYER_UNAVAILABLE)
-    except CheckFailed as failed:
-        print(f"ANALYST_FAILED: {failed}", file=sys.stderr)
-        sys.exit(EXIT_CHECK_FAILED)
-    except Exception as error:  # every other stop is a failed run with its reason, not a trace
-        print(f"ANALYST_FAILED: {type(error).__name__}: {error}", file=sys.stderr)
-        sys.exit(EXIT_CHECK_FAILED)
+        outcome = run_case(options)
+    except AnalystError as error:
+        _fatal(error)
+    print_outcome(outcome, sys.stdout)
+    return outcome
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if args.command == "run":
-        _run_one(args.layer, args, args.out)
+        _run_one(Layer(args.layer), args, args.out)
         return 0
     outcomes = []
-    for layer in LAYERS:
-        outcome = _run_one(layer, args, None)
-        outcomes.append((layer, outcome))
+    for layer in Layer:
+        outcomes.append((layer, _run_one(layer, args, None)))
         print()
     print("==> summary")
     for layer, outcome in outcomes:
         print(
-            f"  {layer:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} checks "
-            f"passed  report: {outcome.out_dir / 'recommendation.md'}"
+            f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
+            f"checks passed  report: {outcome.out_dir / 'recommendation.md'}"
         )
     return 0

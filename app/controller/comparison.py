@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.core.case import Case, Proposal
+from app.core.errors import RunStopped
 
 
-class NoEligibleSupplier(RuntimeError):
+class NoEligibleSupplier(RunStopped):
     """No supplier meets every requirement: the run stops and writes no recommendation."""
 
 

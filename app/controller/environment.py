@@ -3,165 +3,249 @@
 Local mode (the default, no AWS settings): a moto server with IAM enforcement for S3, IAM and
 STS, the supplier API over TLS on loopback, and the offline model. Cluster mode
 (``ANALYST_MODE=cluster``, set by the Job): the pod's EKS Pod Identity, the supplier Service,
-the mounted key and CA, and Bedrock.
+the mounted key and CA, and Bedrock. Every setting a mode needs is read and checked when the
+mode is chosen, before anything is created; ``start`` then yields the services, all at once.
 """
 
 from __future__ import annotations
 
 import os
+import socket
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 from urllib.parse import urlsplit
 
 import boto3
 from strands.models.model import Model
 
-from app.controller.aws_local import LocalAws
-from app.controller.context import AwsCredentialFile, SupplierEndpoint
 from app.controller.model import OfflineModel, bedrock_model
+from app.controller.services.local_aws import LocalAws
+from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
-from app.controller.supplier_service import LocalSupplierService, supplier_endpoint_from_env
-from app.core.case import Case
+from app.core import cluster_env
+from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
+from app.core.errors import BadInput, RunStopped
 from app.core.ids import OTHER_CASE_ID
-from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity, new_run_id
+from app.core.repo import CASES_DIR
+from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
 
-REPO_CASES = Path(__file__).resolve().parents[2] / "cases"
-CLUSTER_BASE = Path("/var/lib/analyst")
-POD_IDENTITY_TOKEN = "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
-POD_IDENTITY_URI = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR)
 
 
-class SettingMissing(RuntimeError):
-    """A setting the chosen mode needs is missing; the message names it."""
+class SettingMissing(BadInput):
+    """A setting the chosen mode needs is missing or malformed; the message names it."""
 
 
-class RunEnvironment(ABC):
-    """The services one run talks to, and how to tell that they are the expected ones."""
+@dataclass(frozen=True)
+class AwsIdentity:
+    """Who the controller must find itself to be in AWS, and how boto3 must have found it."""
 
-    run_id: str
-    work_base: Path
+    credential_method: str  # botocore's provider method name
+    credential_source: str  # the same, in the words of the check line
+    expected_caller: str  # local: the assumed-role session ARN; cluster: the role's name
+    exact: bool  # local: the ARN is known exactly; cluster: any session of the role
+
+    def matches(self, arn: str) -> bool:
+        if self.exact:
+            return arn == self.expected_caller
+        return f":assumed-role/{self.expected_caller}/" in arn
+
+
+@dataclass(frozen=True)
+class ModelChoice:
+    description: str
+    bedrock: bool
+    make: Callable[[], Model]
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything a run talks to, found or started before the run object is built."""
+
     bucket: str
     session: boto3.Session
     store: CaseStore
     supplier: SupplierEndpoint
     supplier_key: bytes
     aws_credential: AwsCredentialFile
-    aws_endpoint: tuple[str, int]
-    expected_credential_method: str
-    credential_source: str
-    expected_caller: str
-    bedrock: bool
-    model_description: str
-    # Where report files are copied when --out is not given.
-    default_out_parent: Path
-
-    @abstractmethod
-    def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
-        """Starts or locates every service; after this every attribute above is set."""
-
-    @abstractmethod
-    def model(self) -> Model: ...
-
-    @abstractmethod
-    def caller_matches(self, arn: str) -> bool: ...
+    aws_endpoint: HostPort
+    identity: AwsIdentity
+    model: ModelChoice
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
         credentials = self.session.get_credentials()
-        return getattr(credentials, "method", "none") if credentials else "none"
-
-    def _read_key(self) -> None:
-        key = self.supplier.key_file.read_bytes().strip()
-        if not key:
-            raise SettingMissing(f"{self.supplier.key_file}: the supplier key file is empty")
-        self.supplier_key = key
+        return str(getattr(credentials, "method", "none")) if credentials else "none"
 
 
-class LocalEnvironment(RunEnvironment):
-    expected_credential_method = "shared-credentials-file"
-    credential_source = "the run's own credentials file (the analyst role, assumed from moto's IAM)"
-    bedrock = False
-    model_description = "the offline model, a deterministic Strands model: no Bedrock locally"
+class RunMode(ABC):
+    """Local or cluster: where the run's files go and where its services come from."""
 
-    def __init__(self, case_dir: Path, case: Case, tool: ToolIdentity, base: Path) -> None:
-        self.case_dir, self.case, self.tool = case_dir, case, tool
-        self.run_id = new_run_id()
-        self.work_base = base
-        self.default_out_parent = Path("runs")
+    name: str
+    default_base: Path
+    # Where report files are copied when --out is not given.
+    default_out_parent: Path
 
-    def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
-        other = REPO_CASES / OTHER_CASE_ID
-        aws = stack.enter_context(LocalAws(paths, self.tool, self.case_dir, other_case_dir=other))
-        self.bucket = aws.bucket
-        self.session = aws.session()
-        self.store = aws.store()
-        self.aws_credential = aws.credential
-        self.aws_endpoint = aws.endpoint
-        self.expected_caller = aws.expected_caller_arn
-        self.supplier = stack.enter_context(
-            LocalSupplierService(paths, self.tool, [self.case_dir, other])
+    @abstractmethod
+    def start(
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+    ) -> Services:
+        """Starts or locates every service; the stack stops what was started."""
+
+
+class LocalMode(RunMode):
+    name = "local"
+    default_base = DEFAULT_LOCAL_BASE
+    default_out_parent = Path("runs")
+
+    def start(
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+    ) -> Services:
+        other = CASES_DIR / OTHER_CASE_ID
+        aws = stack.enter_context(LocalAws(paths, tool, case_dir, other_case_dir=other))
+        supplier = stack.enter_context(LocalSupplierService(paths, tool, [case_dir, other]))
+        return Services(
+            bucket=aws.bucket,
+            session=aws.session(),
+            store=aws.store(),
+            supplier=supplier,
+            supplier_key=read_supplier_key(supplier.key_file),
+            aws_credential=aws.credential,
+            aws_endpoint=aws.endpoint,
+            identity=AwsIdentity(
+                credential_method="shared-credentials-file",
+                credential_source=(
+                    "the run's own credentials file (the analyst role, assumed from moto's IAM)"
+                ),
+                expected_caller=aws.expected_caller_arn,
+                exact=True,
+            ),
+            model=ModelChoice(
+                "the offline model, a deterministic Strands model: no Bedrock locally",
+                False,
+                OfflineModel,
+            ),
         )
-        self._read_key()
-
-    def model(self) -> Model:
-        return OfflineModel()
-
-    def caller_matches(self, arn: str) -> bool:
-        # moto reports the assumed-role session ARN that the run's own AssumeRole created.
-        return arn == self.expected_caller
 
 
-class ClusterEnvironment(RunEnvironment):
-    expected_credential_method = "container-role"
-    credential_source = "EKS Pod Identity (the container credential provider)"
-    bedrock = True
+class ClusterMode(RunMode):
+    name = "cluster"
+    default_base = CLUSTER_BASE
+    # The image's filesystem is read-only in the nono Job; the run's volume is not, and the
+    # report's lasting copy is the store's anyway.
+    default_out_parent = CLUSTER_BASE / "reports"
 
-    def __init__(self, base: Path) -> None:
-        self.run_id = new_run_id()
-        self.work_base = base
-        # The image's filesystem is read-only in the nono Job; the run's volume is not, and the
-        # report's lasting copy is the store's anyway.
-        self.default_out_parent = base / "reports"
-        self.bucket = _require("ANALYST_BUCKET")
-        self.region = _require("AWS_REGION")
-        self.model_id = _require("ANALYST_MODEL_ID")
-        self.expected_caller = _require("ANALYST_ROLE_NAME")
-        self.model_description = f"Bedrock {self.model_id}"
-
-    def start_services(self, stack: ExitStack, paths: RunPaths) -> None:
-        self.session = boto3.Session(region_name=self.region)
-        self.store = CaseStore.from_session(self.session, self.bucket)
-        self.aws_credential = AwsCredentialFile(
-            Path(_require(POD_IDENTITY_TOKEN)), "the Pod Identity token file"
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        names = (
+            cluster_env.BUCKET,
+            cluster_env.REGION,
+            cluster_env.MODEL_ID,
+            cluster_env.ROLE_NAME,
+            cluster_env.SUPPLIER_API_URL,
+            cluster_env.SUPPLIER_API_ALIAS_URL,
+            cluster_env.SUPPLIER_KEY_FILE,
+            cluster_env.SUPPLIER_CA_FILE,
+            cluster_env.POD_IDENTITY_URI,
+            cluster_env.POD_IDENTITY_TOKEN_FILE,
         )
-        agent = urlsplit(_require(POD_IDENTITY_URI))
-        self.aws_endpoint = (resolve(agent.hostname or ""), agent.port or 80)
-        self.supplier = supplier_endpoint_from_env()
-        self._read_key()
+        missing = [name for name in names if not environ.get(name)]
+        if missing:
+            raise SettingMissing(
+                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
+                f"the analyst Job sets them ({cluster_env.MODE}={cluster_env.CLUSTER_MODE}); "
+                "the Pod Identity variables come from the EKS Pod Identity association",
+            )
+        self.bucket = environ[cluster_env.BUCKET]
+        self.region = environ[cluster_env.REGION]
+        self.model_id = environ[cluster_env.MODEL_ID]
+        self.role_name = environ[cluster_env.ROLE_NAME]
+        self.supplier_url = _https_url(environ, cluster_env.SUPPLIER_API_URL)
+        self.alias_url = _https_url(environ, cluster_env.SUPPLIER_API_ALIAS_URL)
+        self.key_file = Path(environ[cluster_env.SUPPLIER_KEY_FILE])
+        self.ca_file = Path(environ[cluster_env.SUPPLIER_CA_FILE])
+        self.agent = urlsplit(environ[cluster_env.POD_IDENTITY_URI])
+        self.token_file = Path(environ[cluster_env.POD_IDENTITY_TOKEN_FILE])
 
-    def model(self) -> Model:
-        return bedrock_model(self.model_id, self.region)
+    def start(
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+    ) -> Services:
+        session = boto3.Session(region_name=self.region)
+        return Services(
+            bucket=self.bucket,
+            session=session,
+            store=CaseStore.from_session(session, self.bucket),
+            supplier=self._supplier(),
+            supplier_key=read_supplier_key(self.key_file),
+            aws_credential=AwsCredentialFile(self.token_file, "the Pod Identity token file"),
+            aws_endpoint=HostPort(resolve(self.agent.hostname or ""), self.agent.port or 80),
+            identity=AwsIdentity(
+                credential_method="container-role",
+                credential_source="EKS Pod Identity (the container credential provider)",
+                expected_caller=self.role_name,
+                exact=False,
+            ),
+            model=ModelChoice(
+                f"Bedrock {self.model_id}",
+                True,
+                lambda: bedrock_model(self.model_id, self.region),
+            ),
+        )
 
-    def caller_matches(self, arn: str) -> bool:
-        return f":assumed-role/{self.expected_caller}/" in arn
+    def _supplier(self) -> SupplierEndpoint:
+        """The supplier Service, its host resolved once here for the network checks."""
+        parts = urlsplit(self.supplier_url)
+        port = parts.port or 443
+        try:
+            infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            raise RunStopped(
+                f"cannot resolve the supplier API host {parts.hostname}: {exc}",
+                "check the supplier Service exists in this namespace",
+            ) from exc
+        return SupplierEndpoint(
+            url=self.supplier_url,
+            alias_url=self.alias_url,
+            address=str(infos[0][4][0]),
+            port=port,
+            ca_file=self.ca_file,
+            key_file=self.key_file,
+        )
 
 
-def _require(name: str) -> str:
-    value = os.environ.get(name)
-    if not value:
-        raise SettingMissing(f"{name} is not set; the analyst Job sets it (ANALYST_MODE=cluster)")
+def _https_url(environ: Mapping[str, str], name: str) -> str:
+    value = environ[name]
+    parts = urlsplit(value)
+    if parts.scheme != "https" or not parts.hostname:
+        raise SettingMissing(f"{name}={value!r} is not an https://host[:port] URL")
     return value
 
 
-@contextmanager
-def open_environment(
-    case_dir: Path, case: Case, tool: ToolIdentity, base: Path | None
-) -> Iterator[LocalEnvironment | ClusterEnvironment]:
+def read_supplier_key(path: Path) -> bytes:
+    """The key's bytes without a trailing newline, which Secret files and editors often add."""
+    try:
+        key = path.read_bytes().strip()
+    except OSError as error:
+        raise SettingMissing(
+            f"{path}: the supplier key file cannot be read ({error.strerror})"
+        ) from None
+    if not key:
+        raise SettingMissing(f"{path}: the supplier key file is empty")
+    return key
+
+
+def mode_from_environment(environ: Mapping[str, str] = os.environ) -> RunMode:
     """The local stand-ins by default; the pod's services when ANALYST_MODE=cluster."""
-    if os.environ.get("ANALYST_MODE", "local") == "cluster":
-        yield ClusterEnvironment(base or CLUSTER_BASE)
-    else:
-        yield LocalEnvironment(case_dir, case, tool, base or DEFAULT_LOCAL_BASE)
+    mode = environ.get(cluster_env.MODE, "local")
+    if mode == cluster_env.CLUSTER_MODE:
+        return ClusterMode(environ)
+    if mode != "local":
+        raise SettingMissing(
+            f"{cluster_env.MODE}={mode!r}",
+            f"use {cluster_env.CLUSTER_MODE!r} in the Job, or leave it unset to run locally",
+        )
+    return LocalMode()

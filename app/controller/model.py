@@ -68,10 +68,16 @@ def _latest_tool_result(messages: Messages) -> dict[str, Any] | None:
                 continue
             for item in result.get("content", []):
                 if "json" in item:
-                    return item["json"]
+                    return _as_evidence(item["json"])
                 if "text" in item:
-                    return json.loads(item["text"])
+                    return _as_evidence(json.loads(item["text"]))
     return None
+
+
+def _as_evidence(value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError("the evidence tool's result is not a JSON object")
+    return value
 
 
 def offline_analysis(evidence: dict[str, Any]) -> Recommendation:

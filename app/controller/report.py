@@ -8,9 +8,10 @@ from pathlib import Path
 
 from app.controller.gates import Recommendation
 from app.core.case import Case
+from app.core.errors import RunStopped
 
 
-class KeyLeak(RuntimeError):
+class KeyLeak(RunStopped):
     """A secret's bytes were found in a document or a file: the run stops."""
 
 

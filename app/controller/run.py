@@ -1,33 +1,41 @@
 """One procurement case, end to end: the single orchestrator both confinement layers run under.
 
-Order: preflight, the layer's own checks, identity and storage, the boundary, the supplier,
-the business work, one model turn with its gates, the report, correlation with the supplier
-API's own log, and the key scans. A failed check stops the run with a non-zero exit.
+It reads as the run's phases in order: the layer's preflight, what a tool process got, identity
+and storage, the boundary, the supplier, the business work, one model turn with its gates, the
+report, correlation with the supplier API's own log, and the last writes with their scans. A
+failed check stops the run (CheckFailed) and leaves no report behind.
 """
 
 from __future__ import annotations
 
 import shutil
 import sys
-from collections.abc import Callable
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Final, TextIO
 
-from app.controller.checks import CheckLog
-from app.controller.context import LayerSetup, RunContext
-from app.controller.environment import open_environment
-from app.controller.phases import business, evidence, recommend, storage
-from app.controller.phases.state import RunState
-from app.controller.supplier_client import CallLog, SupplierClient
-from app.core.case import load_case_folder
-from app.core.ids import OTHER_CASE_ID
+from app.controller.environment import RunMode, Services, mode_from_environment
+from app.controller.layers import LayerFactory, shipped_layer
+from app.controller.phases.business import business
+from app.controller.phases.correlation import correlation
+from app.controller.phases.evidence import finish
+from app.controller.phases.identity import identity_and_storage
+from app.controller.phases.model import model_turn
+from app.controller.phases.report import report
+from app.controller.phases.staging import stage_inputs
+from app.controller.phases.supplier import supplier
+from app.controller.supplier_client import SupplierClient
+from app.core.calls import CallLog
+from app.core.case import CaseFolder, load_case_folder
+from app.core.checklog import CheckLog
+from app.core.roles import Layer
+from app.core.run import Evidence, Run
 from app.core.run_tree import ToolIdentity, create_run
 from app.tools.layer import ConfinementLayer
 
-LayerName = Literal["bubblewrap", "nono"]
-REPORT_FILES = (
+REPORT_FILES: Final = (
     "recommendation.md",
     "comparison.json",
     "evidence.json",
@@ -38,7 +46,7 @@ REPORT_FILES = (
 
 @dataclass(frozen=True)
 class RunOptions:
-    layer: LayerName
+    layer: Layer
     case_dir: Path
     out_dir: Path | None = None  # exactly here; otherwise <out_parent>/<layer>/<run id>
     out_parent: Path | None = None  # default: runs/ locally, the run's volume in the cluster
@@ -50,104 +58,103 @@ class RunOptions:
 class RunOutcome:
     run_id: str
     checks_passed: int
+    checks_skipped: int
     out_dir: Path
     report_uri: str
+    model_description: str
 
 
-def default_layer(name: LayerName) -> Callable[[LayerSetup], ConfinementLayer]:
-    """The layer as shipped; tests pass their own factory to break a policy on purpose."""
-    if name == "bubblewrap":
-        from app.tools.bubblewrap.launcher import BubblewrapLayer
+@dataclass(frozen=True)
+class PreparedRun:
+    """A run whose services are up and whose run object is built, before its layer exists."""
 
-        return BubblewrapLayer
-    from app.tools.nono.launcher import NonoLayer
+    run: Run
+    services: Services
+    client: SupplierClient
+    folder: CaseFolder
+    mode: RunMode
 
-    return NonoLayer
+
+@contextmanager
+def prepared_run(options: RunOptions, stream: TextIO | None = None) -> Iterator[PreparedRun]:
+    """Validates the case and the mode's settings, creates the run tree, starts the services
+    and builds the run object; on exit stops the services and removes the tree."""
+    folder = load_case_folder(options.case_dir)
+    mode = mode_from_environment()
+    tool = ToolIdentity.for_this_controller()
+    with ExitStack() as stack:
+        paths = create_run(options.work_base or mode.default_base, tool)
+        if not options.keep_workdir:
+            stack.callback(shutil.rmtree, paths.top, True)
+        services = mode.start(stack, paths, tool, folder.path)
+        client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
+        run = Run(
+            run_id=paths.run_id,
+            layer=options.layer,
+            case=folder.case,
+            case_dir=folder.path,
+            paths=paths,
+            tool=tool,
+            supplier=services.supplier,
+            supplier_client=client,
+            aws_credential=services.aws_credential,
+            aws_endpoint=services.aws_endpoint,
+            checks=CheckLog(stream=stream or sys.stdout),
+            evidence=Evidence(),
+        )
+        yield PreparedRun(run, services, client, folder, mode)
 
 
 def run_case(
     options: RunOptions,
     *,
-    make_layer: Callable[[LayerSetup], ConfinementLayer] | None = None,
+    make_layer: LayerFactory | None = None,
     stream: TextIO | None = None,
 ) -> RunOutcome:
-    """Runs one case; raises CheckFailed (or a clear error) and leaves no report on failure."""
-    out = stream or sys.stdout
-    case, proposal_bytes = load_case_folder(options.case_dir)
-    shipped = {"case.json": (options.case_dir / "case.json").read_bytes()} | {
-        f"proposals/{sid}.json": data for sid, data in proposal_bytes.items()
-    }
-    tool = ToolIdentity.for_this_controller()
-    checks = CheckLog(stream=out)
-    with ExitStack() as stack:
-        env = stack.enter_context(open_environment(options.case_dir, case, tool, options.work_base))
-        paths = create_run(env.work_base, tool, env.run_id)
-        if not options.keep_workdir:
-            stack.callback(shutil.rmtree, paths.top, True)
-        env.start_services(stack, paths)
-        setup = LayerSetup(
-            run_id=paths.run_id,
-            case_id=case.case_id,
-            other_case_id=OTHER_CASE_ID,
-            paths=paths,
-            tool=tool,
-            supplier=env.supplier,
-            aws_credential=env.aws_credential,
-            aws_endpoint=env.aws_endpoint,
-        )
-        layer = (make_layer or default_layer(options.layer))(setup)
-        stack.callback(layer.close)
-        print(f"==> {options.layer}: run {paths.run_id}, case {case.case_id}", file=out, flush=True)
+    """Runs one case; raises an AnalystError (CheckFailed for a failed check) and then leaves
+    no report behind."""
+    factory = make_layer or shipped_layer(options.layer)
+    with prepared_run(options, stream) as prepared, closing(factory(prepared.run)) as layer:
+        run, services, client = prepared.run, prepared.services, prepared.client
+        print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
         layer.preflight()
-        client = SupplierClient(env.supplier, env.supplier_key, CallLog(), paths.run_id)
-        ctx = RunContext(
-            run_id=paths.run_id,
-            layer_name=options.layer,
-            paths=paths,
-            tool=tool,
-            case=case,
-            case_dir=options.case_dir,
-            other_case_id=OTHER_CASE_ID,
-            checks=checks,
-            supplier=env.supplier,
-            supplier_client=client,
-            aws_credential=env.aws_credential,
-            aws_endpoint=env.aws_endpoint,
-            layer=layer,
+        layer_checks = layer.checks()
+
+        layer_checks.process()
+        stored = identity_and_storage(run, services, prepared.folder)
+        stage_inputs(run, stored)
+        layer_checks.boundary()
+        availability = supplier(run, client, stored)
+        comparison = business(run, layer, layer_checks, stored, availability)
+        checked = model_turn(run, services.model, stored, comparison)
+        run.evidence.record("model", checked.usage)
+        secrets = _secrets(services, layer)
+        report(run, services, checked, comparison, secrets)
+        run.evidence.record("correlation", correlation(run, client, layer_checks.refuses_upstream))
+        finish(run, services, layer.evidence(), secrets)
+
+        copied = _copy_out(run, options, prepared.mode)
+        return RunOutcome(
+            run_id=run.run_id,
+            checks_passed=run.checks.passed,
+            checks_skipped=run.checks.skipped,
+            out_dir=copied,
+            report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+            model_description=services.model.description,
         )
-        suite = layer.check_suite(ctx)
-        state = RunState(ctx, env, shipped)
-        checks.begin("layer")
-        suite.before_identity()
-        case_bytes = storage.identity_and_storage(state)
-        storage.stage_inputs(state, case_bytes)
-        suite.boundary()
-        availability = business.supplier(state)
-        comparison = business.business(state, availability, suite.submit_draft)
-        chosen, answer, usage = recommend.model(state, comparison)
-        evidence.report(state, chosen, answer, comparison)
-        correlation = evidence.correlation(state, suite.expects_refused_operation)
-        evidence.finish(state, usage, correlation)
-        out_parent = options.out_parent or env.default_out_parent
-        copied = _copy_out(paths.run, options.out_dir or out_parent / options.layer / paths.run_id)
-        report_uri = f"s3://{env.bucket}/{state.report_prefix}"
-        print(f"ANALYST_COMPLETE={paths.run_id}", file=out)
-        print(f"{checks.passed} checks passed", file=out)
-        if checks.skipped:
-            print(
-                f"  {checks.skipped} skipped (listed above with the reason; not counted)", file=out
-            )
-        print(f"  model: {env.model_description}", file=out)
-        print(f"  recommendation: {copied / 'recommendation.md'}", file=out)
-        print(f"  evidence:       {copied / 'evidence.json'}", file=out)
-        print(f"  store report:   {report_uri}", file=out, flush=True)
-        return RunOutcome(paths.run_id, checks.passed, copied, report_uri)
 
 
-def _copy_out(run_dir: Path, out_dir: Path) -> Path:
+def _secrets(services: Services, layer: ConfinementLayer) -> dict[str, bytes]:
+    """What no file of the run may hold: the real key, and what the layer derived from it."""
+    key = services.supplier_key
+    return {"the supplier key": key} | layer.secrets_to_scan(key)
+
+
+def _copy_out(run: Run, options: RunOptions, mode: RunMode) -> Path:
     """Copies the run's report files out, after the last scan; the target must be new."""
-    target = out_dir
+    parent = options.out_parent or mode.default_out_parent
+    target = options.out_dir or parent / run.layer.value / run.run_id
     target.mkdir(parents=True, exist_ok=False)
     for name in REPORT_FILES:
-        shutil.copy2(run_dir / name, target / name)
+        shutil.copy2(run.paths.run / name, target / name)
     return target

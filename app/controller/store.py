@@ -7,18 +7,19 @@ Identity) and the region from the environment.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from app.core.errors import RunStopped
+
 MAX_OBJECT_BYTES = 16 * 1024 * 1024
 OK = "OK"
 
 
-class StoreError(RuntimeError):
+class StoreError(RunStopped):
     """An S3 call failed for a reason other than the refusal a check expects."""
 
 
@@ -45,14 +46,6 @@ class CaseStore:
         sts = session.client("sts", endpoint_url=endpoint_url, config=config)
         return cls(s3, sts, bucket)
 
-    @classmethod
-    def from_environment(cls, bucket: str) -> CaseStore:
-        """Cluster mode: the default credential chain and ``AWS_REGION``, no endpoint override."""
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
-        if not region:
-            raise StoreError("AWS_REGION is not set; the analyst Job sets it to the stack's region")
-        return cls.from_session(boto3.Session(region_name=region), bucket)
-
     def _where(self, key: str) -> str:
         return f"s3://{self.bucket}/{key}"
 
@@ -61,7 +54,8 @@ class CaseStore:
             reply = self.s3.get_object(Bucket=self.bucket, Key=key)
             if reply.get("ContentLength", 0) > MAX_OBJECT_BYTES:
                 raise StoreError(f"{self._where(key)} is over {MAX_OBJECT_BYTES} bytes; refused")
-            return reply["Body"].read()
+            data: bytes = reply["Body"].read()
+            return data
         except ClientError as exc:
             raise StoreError(
                 f"cannot read {self._where(key)}: {_code(exc)}; check the object exists "
@@ -80,12 +74,6 @@ class CaseStore:
             ) from exc
         except BotoCoreError as exc:
             raise StoreError(f"cannot write {self._where(key)}: {exc}") from exc
-
-    def delete(self, key: str) -> None:
-        try:
-            self.s3.delete_object(Bucket=self.bucket, Key=key)
-        except (ClientError, BotoCoreError) as exc:
-            raise StoreError(f"cannot delete {self._where(key)}: {exc}") from exc
 
     def caller_identity(self) -> dict[str, str]:
         """Account, Arn and UserId of the credentials in use (never the credentials)."""

@@ -14,11 +14,17 @@ import socket
 import ssl
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from app.controller.context import SupplierEndpoint
+from app.core.calls import (
+    CallLog,
+    CallRecord,
+    SupplierConnectionError,
+    SupplierReply,
+    SupplierReplyError,
+)
+from app.core.endpoints import SupplierEndpoint
 
 KEY_HEADER = "X-Api-Key"
 REQUEST_ID_HEADER = "X-Analyst-Request-ID"
@@ -27,64 +33,6 @@ MAX_REPLY_BYTES = 64 * 1024
 MAX_LOG_BYTES = 8 * 1024 * 1024
 TIMEOUT_SECONDS = 10.0
 LOOPBACK = "127.0.0.1"
-
-
-class SupplierError(Exception):
-    """A supplier call did not give the controller a usable answer."""
-
-
-class SupplierConnectionError(SupplierError):
-    """The supplier API could not be reached or did not answer."""
-
-
-class SupplierReplyError(SupplierError):
-    """The supplier API answered with something the controller refuses to use."""
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One supplier request of this run, as the caller saw it; never holds the key."""
-
-    request_id: str
-    by: str  # "controller" or a role name
-    method: str
-    path: str
-    host: str
-    status: int | None  # None: no HTTP status came back
-    reaches_upstream: bool  # False: refused before it could reach the supplier API
-
-
-class CallLog:
-    """Every supplier call of the run, from the controller and from the roles' proxy."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._records: list[CallRecord] = []
-
-    def record(self, call: CallRecord) -> None:
-        with self._lock:
-            self._records.append(call)
-
-    @property
-    def records(self) -> list[CallRecord]:
-        with self._lock:
-            return list(self._records)
-
-    def as_json(self) -> list[dict[str, Any]]:
-        return [asdict(r) for r in self.records]
-
-
-@dataclass(frozen=True)
-class SupplierReply:
-    status: int
-    body: bytes
-    request_id: str
-
-    def json(self) -> Any:
-        try:
-            return json.loads(self.body)
-        except ValueError as exc:
-            raise SupplierReplyError(f"reply to {self.request_id} is not JSON") from exc
 
 
 def resolve(host: str) -> str:

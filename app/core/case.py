@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated
 
@@ -16,7 +17,8 @@ from pydantic import (
     model_validator,
 )
 
-from app.core.ids import ID_REGEX
+from app.core.errors import BadInput
+from app.core.ids import AVAILABILITY_FILE, ID_REGEX
 
 Identifier = Annotated[str, StringConstraints(pattern=ID_REGEX)]
 Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
@@ -24,7 +26,7 @@ Sha256Hex = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 MAX_DOCUMENT_BYTES = 256 * 1024
 
 
-class CaseError(ValueError):
+class CaseError(BadInput):
     """The case folder is not a valid case; the message names the file and what is wrong."""
 
 
@@ -73,10 +75,25 @@ class Case(_Strict):
         raise KeyError(supplier_id)
 
     def case_key(self) -> str:
-        return f"cases/{self.case_id}/case.json"
+        return case_key(self.case_id)
 
     def proposal_key(self, supplier_id: str) -> str:
-        return f"proposals/{self.case_id}/{self.supplier(supplier_id).id}.json"
+        return proposal_key(self.case_id, self.supplier(supplier_id).id)
+
+
+def case_key(case_id: str) -> str:
+    """Where a case document lives in the store."""
+    return f"cases/{case_id}/case.json"
+
+
+def proposal_key(case_id: str, supplier_id: str) -> str:
+    """Where a supplier's proposal for a case lives in the store."""
+    return f"proposals/{case_id}/{supplier_id}.json"
+
+
+def report_prefix(case_id: str, run_id: str) -> str:
+    """Where one run's report files go in the store."""
+    return f"reports/{case_id}/{run_id}/"
 
 
 class Proposal(_Strict):
@@ -131,13 +148,31 @@ def parse_proposal(data: bytes, entry: SupplierEntry, source: str) -> Proposal:
     return proposal
 
 
-def load_case_folder(folder: Path) -> tuple[Case, dict[str, bytes]]:
-    """Reads and validates a case folder; returns the case and each proposal's exact bytes."""
+@dataclass(frozen=True)
+class CaseFolder:
+    """A validated case folder: the case, and the exact bytes of each file the store must hold."""
+
+    path: Path
+    case: Case
+    case_bytes: bytes
+    proposal_bytes: dict[str, bytes]  # by supplier id
+
+    def shipped(self) -> dict[str, bytes]:
+        """Each file by its name relative to the folder, as the store's objects must match."""
+        return {"case.json": self.case_bytes} | {
+            f"proposals/{sid}.json": data for sid, data in self.proposal_bytes.items()
+        }
+
+
+def load_case_folder(folder: Path) -> CaseFolder:
+    """Reads and validates a case folder: the case, each proposal against its digest, and the
+    optional availability file the synthetic supplier serves."""
     folder = folder.resolve()
     if not folder.is_dir():
         raise CaseError(f"{folder}: not a case folder (no such directory)")
     _read_json(folder / "case.json")  # size and JSON errors name the file before validation
-    case = parse_case((folder / "case.json").read_bytes(), str(folder / "case.json"))
+    case_bytes = (folder / "case.json").read_bytes()
+    case = parse_case(case_bytes, str(folder / "case.json"))
     proposals: dict[str, bytes] = {}
     for entry in case.suppliers:
         path = folder / entry.proposal
@@ -145,13 +180,13 @@ def load_case_folder(folder: Path) -> tuple[Case, dict[str, bytes]]:
         data = path.read_bytes()
         parse_proposal(data, entry, str(path))
         proposals[entry.id] = data
-    availability = folder / "supplier-availability.json"
+    availability = folder / AVAILABILITY_FILE
     if availability.exists():
-        load_availability_file(availability, case)
-    return case, proposals
+        check_availability_file(availability, case)
+    return CaseFolder(folder, case, case_bytes, proposals)
 
 
-def load_availability_file(path: Path, case: Case) -> dict[str, bool]:
+def check_availability_file(path: Path, case: Case) -> None:
     """The synthetic supplier's availability for a case: one strict boolean per supplier id."""
     raw = _read_json(path)
     ids = {s.id for s in case.suppliers}
@@ -161,4 +196,3 @@ def load_availability_file(path: Path, case: Case) -> dict[str, bool]:
         )
     if not all(isinstance(v, bool) for v in raw.values()):
         raise CaseError(f"{path}: every value must be true or false")
-    return {str(k): bool(v) for k, v in raw.items()}

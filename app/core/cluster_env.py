@@ -19,6 +19,10 @@ SUPPLIER_API_URL: Final = "SUPPLIER_API_URL"
 SUPPLIER_API_ALIAS_URL: Final = "SUPPLIER_API_ALIAS_URL"
 SUPPLIER_KEY_FILE: Final = "SUPPLIER_KEY_FILE"
 SUPPLIER_CA_FILE: Final = "SUPPLIER_CA_FILE"
+# Set in the pod by the EKS Pod Identity webhook, not by the Job: where the agent serves the
+# pod's credentials, and the projected token file that authorises the request.
+POD_IDENTITY_URI: Final = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
+POD_IDENTITY_TOKEN_FILE: Final = "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
 
 # The value of ANALYST_MODE that selects S3, Bedrock and the in-cluster supplier API.
 CLUSTER_MODE: Final = "cluster"

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from app.core.ids import ID_PATTERN, is_valid_id
+from app.core.repo import POLICIES_DIR
 
-POLICY_TEMPLATE = Path(__file__).resolve().parents[2] / "policies" / "analyst-permissions.json"
+POLICY_TEMPLATE = POLICIES_DIR / "analyst-permissions.json"
 
 # Bucket names as S3 allows them, and case ids as the case contract allows them: both are
 # checked before they are spliced into an ARN, so no value can widen a resource pattern.
@@ -28,7 +28,8 @@ def render_permissions_policy(bucket: str, case_id: str) -> dict[str, Any]:
         raise ValueError(f"case id {case_id!r} must match {ID_PATTERN.pattern}")
     text = POLICY_TEMPLATE.read_text(encoding="utf-8")
     rendered = text.replace("<BUCKET>", bucket).replace("<CASE_ID>", case_id)
-    return json.loads(rendered)
+    document: dict[str, Any] = json.loads(rendered)
+    return document
 
 
 def pod_identity_trust_policy() -> dict[str, Any]:

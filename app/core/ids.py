@@ -1,5 +1,5 @@
-"""The one identifier rule for case and supplier ids, and the case id reserved for the
-AccessDenied control.
+"""The stdlib part of the case contract: the one identifier rule for case and supplier ids,
+the case id reserved for the AccessDenied control, and the case folder's fixed file names.
 
 Standard library only: the supplier API's image imports it too.
 """
@@ -20,3 +20,8 @@ OTHER_CASE_ID: Final = "rfp-other"
 def is_valid_id(value: object) -> bool:
     """True for a case or supplier id the contract allows; anything else never touches a key."""
     return isinstance(value, str) and ID_PATTERN.fullmatch(value) is not None
+
+
+# A case folder's optional file: what the synthetic supplier API serves as each supplier's
+# availability for that case. Without it every supplier of the case is available.
+AVAILABILITY_FILE: Final = "supplier-availability.json"

@@ -23,6 +23,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from app.core.roles import ROLES, Role
 
@@ -33,6 +34,9 @@ UNPRIVILEGED_ID = 1000
 DEFAULT_LOCAL_BASE = Path("/var/tmp/analyst")
 WORKER_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "worker"
 WORKER_PACKAGE = "analyst_worker"
+# The system interpreter: the worker is stdlib-only, so a tool process needs /usr and nothing
+# from a home directory (a non-root uid cannot read an interpreter under root's home).
+INTERPRETER = "/usr/bin/python3"
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,13 @@ class ToolIdentity:
         if os.geteuid() == 0:
             return cls(UNPRIVILEGED_ID, UNPRIVILEGED_ID)
         return cls(os.geteuid(), os.getegid())
+
+    def process_identity(self) -> dict[str, Any]:
+        """subprocess arguments that start a child as this identity, with no supplementary
+        groups; empty for a non-root controller, which cannot change uid (its tools run as it)."""
+        if os.geteuid() != 0:
+            return {}
+        return {"user": self.uid, "group": self.gid, "extra_groups": []}
 
 
 @dataclass(frozen=True)
@@ -150,3 +161,30 @@ def write_secret_file(path: Path, data: bytes, tool: ToolIdentity) -> None:
     if os.geteuid() == 0:
         os.chown(path, 0, tool.gid)
     os.chmod(path, stat.S_IRUSR | stat.S_IRGRP)
+
+
+def stage_file(path: Path, data: bytes, tool: ToolIdentity, *, tool_owned: bool) -> None:
+    """Stages a file for a role: readable by the tool's uid, written only by the controller.
+
+    ``tool_owned`` gives the file to the tool's uid, so that a refused write through the role's
+    input is the confinement's doing and not the file's mode.
+    """
+    path.write_bytes(data)
+    os.chmod(path, 0o644)
+    if tool_owned and os.geteuid() == 0:
+        os.chown(path, tool.uid, tool.gid)
+
+
+def blocking_directory(path: Path, tool: ToolIdentity) -> Path | None:
+    """The first directory on the way to ``path`` that the tool's uid/gid may not enter."""
+    for directory in [*reversed(path.parents), path]:
+        st = directory.stat()
+        if st.st_uid == tool.uid:
+            search = stat.S_IXUSR
+        elif st.st_gid == tool.gid:
+            search = stat.S_IXGRP
+        else:
+            search = stat.S_IXOTH
+        if not st.st_mode & search:
+            return directory
+    return None

@@ -6,9 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.ids import ID_PATTERN, is_valid_id
-
-AVAILABILITY_FILE = "supplier-availability.json"
+from app.core.ids import AVAILABILITY_FILE, ID_PATTERN, is_valid_id
 
 
 class CatalogError(ValueError):

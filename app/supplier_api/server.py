@@ -7,6 +7,7 @@ import json
 import secrets
 import socket
 import ssl
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +20,8 @@ from app.supplier_api.log import RequestLog
 from app.supplier_api.routes import match
 
 MAX_BODY_BYTES = 64 * 1024
+# A body over the limit but at most this large is read and dropped before the 413 goes out.
+MAX_DRAINED_BYTES = 1024 * 1024
 # A client that stalls mid-handshake or mid-request holds one thread for at most this long.
 SOCKET_TIMEOUT_SECONDS = 10
 REQUEST_ID_HEADER = "X-Analyst-Request-ID"
@@ -77,7 +80,7 @@ class SupplierServer(ThreadingHTTPServer):
             request.close()
             return
         try:
-            self.RequestHandlerClass(tls_socket, client_address, self)
+            SupplierHandler(tls_socket, client_address, self)
         finally:
             tls_socket.close()
 
@@ -150,7 +153,14 @@ class SupplierHandler(BaseHTTPRequestHandler):
         found = match(self.command, path)
         if found.operation is None:
             return found.status, {"error": HTTPStatus(found.status).phrase.lower()}
-        return getattr(self, f"_op_{found.operation}")(found.argument, body)
+        operations: dict[str, Callable[[str, bytes], tuple[int, dict[str, Any]]]] = {
+            "availability": self._op_availability,
+            "submit_draft": self._op_submit_draft,
+            "update_supplier": self._op_update_supplier,
+            "purchase_order": self._op_purchase_order,
+            "read_log": self._op_read_log,
+        }
+        return operations[found.operation](found.argument or "", body)
 
     def _read_body(self) -> bytes | None:
         """The body, or None when it is too large or chunked (never read into memory)."""
@@ -164,8 +174,21 @@ class SupplierHandler(BaseHTTPRequestHandler):
         if length < 0 or length > MAX_BODY_BYTES:
             # The unread body would be parsed as the next request: end the connection instead.
             self.close_connection = True
+            if 0 < length <= MAX_DRAINED_BYTES:
+                # A client that sends its whole body before it reads (http.client, urllib) must
+                # see the 413, not a connection closed under its feet: read the rest and drop
+                # it, a bounded amount at a time, within the socket's timeout.
+                self._discard(length)
             return None
         return self.rfile.read(length) if length else b""
+
+    def _discard(self, length: int) -> None:
+        remaining = length
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 64 * 1024))
+            if not chunk:
+                return
+            remaining -= len(chunk)
 
     def _case(self, case_id: str) -> SeededCase | None:
         return self.server.catalog.get(case_id)
@@ -195,10 +218,10 @@ class SupplierHandler(BaseHTTPRequestHandler):
         # shown to be the caller's boundary and not this server's.
         return HTTPStatus.OK, {"supplier_id": supplier_id, "updated": True}
 
-    def _op_purchase_order(self, _arg: None, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_purchase_order(self, _arg: str, _body: bytes) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.CREATED, {"purchase_order_id": f"po-{secrets.token_hex(8)}"}
 
-    def _op_read_log(self, _arg: None, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_read_log(self, _arg: str, _body: bytes) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.OK, {"entries": self.server.log.entries()}
 
     def _reply(self, status: int, payload: dict[str, Any]) -> None:

@@ -1,74 +1,110 @@
 """What the controller needs from a confinement layer, whichever one it is.
 
-A layer starts a tool process for one role and one action and returns the one result line
-the worker printed. A start-up failure, a timeout, a crash or a missing result raises
-ToolRunError: it is never read as a refusal.
+A layer is built from the run (``ConfinementLayer(run)``), proves in ``preflight`` that it can
+start a real tool process here, runs one worker action for one role under that role's policy,
+and hands the run its own checks. The run calls those checks as named steps:
+
+- ``process``: what a tool process actually got (identity, privileges, its policy as applied);
+- ``boundary``: files, processes and network, each refusal beside its control;
+- ``submit_draft``: the writer's draft reaches the supplier the way this layer allows;
+- ``refuses_upstream``: whether this layer's roles make supplier calls, one of which must be
+  shown refused before it reaches the supplier (the correlation check then requires it).
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol
 
-from app.controller.context import LayerChecks, RunContext
-from app.core.run_tree import Role
-from app.tools.worker.protocol import RESULT_PREFIX
+from app.core.results import Errno, ToolResult
+from app.core.roles import Layer, Role
+from app.core.run import Run
+from app.tools.control import run_unconfined
 
-TOOL_TIMEOUT_SECONDS = 60
-
-
-class LayerUnavailable(RuntimeError):
-    """This machine cannot start a confined tool process; the message names the fix."""
-
-
-class ToolRunError(RuntimeError):
-    """The tool process did not produce a result: start-up failure, timeout or crash."""
+Direction = Literal["in", "out"]
 
 
 @dataclass(frozen=True)
-class ToolOutcome:
-    """The worker's result line, parsed, and the exact command that produced it."""
+class Refusals:
+    """The exact errno each layer answers with where the layer-neutral checks expect a no."""
 
-    result: dict[str, Any]
-    command: list[str]
+    # A file outside the role's view (another role's, the key, the credentials).
+    hidden_file: Errno
+    # Why that errno, in the words of the check line.
+    hidden_file_reason: str
+    # A write to the role's own input, a file its uid could otherwise write.
+    input_write: Errno
+    input_write_reason: str
 
 
-def parse_result(stdout: bytes, stderr: bytes, returncode: int, command: list[str]) -> ToolOutcome:
-    """Finds exactly one result line; anything else is a failure to run, not a refusal."""
-    lines = [
-        line[len(RESULT_PREFIX) :]
-        for line in stdout.decode("utf-8", "replace").splitlines()
-        if line.startswith(RESULT_PREFIX)
-    ]
-    if returncode != 0 or len(lines) != 1:
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        raise ToolRunError(
-            f"tool process exited {returncode} with {len(lines)} result lines"
-            + (f": {' | '.join(tail)}" if tail else "")
-        )
-    return ToolOutcome(json.loads(lines[0]), command)
+class ToolRunner(Protocol):
+    """What the layer-neutral checks ask of a layer: its tools, its control, its errnos."""
+
+    @property
+    def refusals(self) -> Refusals: ...
+
+    def run_tool(self, role: Role, action: str, *args: str) -> ToolResult: ...
+
+    def run_unconfined(self, action: str, *args: str) -> ToolResult: ...
+
+    def role_path(self, role: Role, direction: Direction, name: str) -> str: ...
+
+
+class LayerChecks(ABC):
+    """A layer's own part of the run, called by the orchestrator as named steps."""
+
+    refuses_upstream: ClassVar[bool] = False
+
+    @abstractmethod
+    def process(self) -> None:
+        """What a tool process got: its identity, privileges and the policy as applied."""
+
+    @abstractmethod
+    def boundary(self) -> None:
+        """Files, processes and network: each refusal beside its control."""
+
+    @abstractmethod
+    def submit_draft(self, draft_path: Path) -> None:
+        """Has the writer's draft submitted to the supplier (201) the way this layer allows."""
 
 
 class ConfinementLayer(ABC):
     """One way of confining the three roles. Implementations: bubblewrap, nono."""
 
-    name: ClassVar[str]
+    name: ClassVar[Layer]
+    refusals: ClassVar[Refusals]
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        # The largest peak memory a tool process of this run reported (KiB), for evidence.json
+        # and the benchmark; None until one reports it (nono's roles cannot read their /proc).
+        self.tool_peak_kib: int | None = None
+
+    def _seen(self, result: ToolResult) -> ToolResult:
+        """Notes what a finished tool process reported about itself; returns the result."""
+        if result.peak_rss_kib is not None:
+            self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
+        return result
 
     @abstractmethod
     def preflight(self) -> None:
         """Starts one real tool process; raises LayerUnavailable naming the missing piece."""
 
     @abstractmethod
-    def run(self, role: Role, action: str, args: list[str]) -> ToolOutcome:
+    def run_tool(self, role: Role, action: str, *args: str) -> ToolResult:
         """Runs one worker action for one role under this layer's policy for that role."""
 
+    def run_unconfined(self, action: str, *args: str) -> ToolResult:
+        """The control: the same action at the tool's uid with no layer at all."""
+        return run_unconfined(self.run.paths, self.run.tool, action, args)
+
     @abstractmethod
-    def role_dir(self, role: Role, direction: Literal["in", "out"]) -> str:
+    def role_dir(self, role: Role, direction: Direction) -> str:
         """The role's input or output directory as the role itself sees it."""
 
-    def role_path(self, role: Role, direction: Literal["in", "out"], name: str) -> str:
+    def role_path(self, role: Role, direction: Direction, name: str) -> str:
         """A file in the role's input or output directory, as the role names it."""
         base = self.role_dir(role, direction)
         return f"{base}/{name}" if name else base
@@ -78,8 +114,8 @@ class ConfinementLayer(ABC):
         """The policy this run actually applied (argument lists, profiles), for evidence.json."""
 
     @abstractmethod
-    def check_suite(self, ctx: RunContext) -> LayerChecks:
-        """This layer's own checks, which the orchestrator calls at fixed points of the run."""
+    def checks(self) -> LayerChecks:
+        """This layer's own checks, bound to the run this layer was built for."""
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
         """Further values (named) that no file of the run may hold: credentials the layer made."""

@@ -10,7 +10,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from app.controller.aws_local import LocalAws, LocalAwsSettings
+from app.controller.services.local_aws import LocalAws, LocalAwsSettings
 from app.controller.store import OK, CaseStore
 from app.core.run_tree import ToolIdentity, create_run
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import shutil
@@ -10,83 +9,88 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.checks import CheckFailed
 from app.controller.comparison import NoEligibleSupplier
-from app.controller.run import RunOptions, run_case
-from app.controller.supplier_client import SupplierClient, SupplierReply
+from app.controller.run import RunOptions, RunOutcome, run_case
+from app.controller.supplier_client import SupplierClient
+from app.core.calls import SupplierReply
 from app.core.case import CaseError
+from app.core.checklog import CheckFailed
+from app.core.repo import SAMPLE_CASE
+from app.core.roles import Layer
 
 pytestmark = pytest.mark.integration
 
-SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 KEYS = [f"proposals/rfp-001/{sid}.json" for sid in ("northstar", "harbor", "cedar")]
 
 
-def _run(layer: str, case: Path, base: Path) -> tuple[str, Path]:
+def _run(layer: Layer, case: Path, base: Path) -> tuple[str, RunOutcome]:
     stream = io.StringIO()
     out = base / "out"
-    options = RunOptions(layer=layer, case_dir=case, out_dir=out, work_base=base / "work")  # type: ignore[arg-type]
+    options = RunOptions(layer=layer, case_dir=case, out_dir=out, work_base=base / "work")
     try:
-        run_case(options, stream=stream)
+        outcome = run_case(options, stream=stream)
     finally:
         print(stream.getvalue())  # shown by pytest when the test fails
-    return stream.getvalue(), out
+    return stream.getvalue(), outcome
 
 
-@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
-def test_sample_case_completes_with_every_check(layer: str, work_base: Path) -> None:
-    output, out = _run(layer, SAMPLE, work_base)
+@pytest.mark.parametrize("layer", list(Layer))
+def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -> None:
+    output, outcome = _run(layer, SAMPLE_CASE, work_base)
     lines = output.splitlines()
     assert not [line for line in lines if line.startswith("FAIL ")]
-    run_id = next(line.split("=", 1)[1] for line in lines if line.startswith("ANALYST_COMPLETE="))
+    out = outcome.out_dir
+    assert out == work_base / "out"
     checks = json.loads((out / "checks.json").read_text())
     passed = [c for c in checks if c["outcome"] == "PASS"]
     # checks.json is written before the last scan, whose line is the one it cannot hold.
-    assert f"{len(passed) + 1} checks passed" in lines
+    assert outcome.checks_passed == len(passed) + 1
+    assert outcome.checks_passed == len([line for line in lines if line.startswith("PASS ")])
     assert {c["outcome"] for c in checks} == {"PASS", "SKIP"}
     report = (out / "recommendation.md").read_text()
     assert "**Recommended supplier:** Northstar Office Systems (`northstar`)" in report
     for key in KEYS:
         assert key in report
     evidence = json.loads((out / "evidence.json").read_text())
-    assert evidence["run_id"] == run_id and evidence["layer"] == layer
+    assert evidence["run_id"] == outcome.run_id and evidence["layer"] == layer.value
     # The work tree (secrets included) is gone after the run.
-    assert not (work_base / "work" / run_id).exists()
+    assert not (work_base / "work" / outcome.run_id).exists()
 
 
 def test_digest_mismatch_stops_before_anything_is_written(tmp_path: Path, work_base: Path) -> None:
     case = tmp_path / "case"
-    shutil.copytree(SAMPLE, case)
+    shutil.copytree(SAMPLE_CASE, case)
     proposal = case / "proposals" / "cedar.json"
     proposal.write_text(proposal.read_text().replace("130000", "99000"))
     with pytest.raises(CaseError, match=r"cedar\.json: sha256 .* does not match"):
-        _run("bubblewrap", case, work_base)
+        _run(Layer.BUBBLEWRAP, case, work_base)
     assert not (work_base / "out").exists()
     assert not (work_base / "work").exists()
 
 
 def test_no_eligible_supplier_stops_with_no_recommendation(tmp_path: Path, work_base: Path) -> None:
     case = tmp_path / "case"
-    shutil.copytree(SAMPLE, case)
+    shutil.copytree(SAMPLE_CASE, case)
     (case / "supplier-availability.json").write_text(
         json.dumps({"northstar": False, "harbor": True, "cedar": True})
     )
     with pytest.raises(NoEligibleSupplier, match="no supplier meets every requirement"):
-        _run("bubblewrap", case, work_base)
+        _run(Layer.BUBBLEWRAP, case, work_base)
     assert not (work_base / "out").exists()
 
 
 def test_case_id_in_the_store_is_the_users_own(tmp_path: Path, work_base: Path) -> None:
     """A user's own case runs end to end: ids, digests and prefixes all come from the folder."""
     case = tmp_path / "case"
-    shutil.copytree(SAMPLE, case)
+    shutil.copytree(SAMPLE_CASE, case)
     doc = json.loads((case / "case.json").read_text())
     doc["case_id"] = "rfp-777"
     (case / "case.json").write_text(json.dumps(doc))
-    output, out = _run("bubblewrap", case, work_base)
-    assert "proposals/rfp-777/northstar.json" in (out / "recommendation.md").read_text()
-    assert hashlib.sha256((out / "comparison.json").read_bytes()).hexdigest()
-    assert "s3://analyst-local/reports/rfp-777/" in output
+    _, outcome = _run(Layer.BUBBLEWRAP, case, work_base)
+    assert "proposals/rfp-777/northstar.json" in (outcome.out_dir / "recommendation.md").read_text()
+    comparison = json.loads((outcome.out_dir / "comparison.json").read_text())
+    assert comparison["case_id"] == "rfp-777"
+    assert outcome.report_uri == f"s3://analyst-local/reports/rfp-777/{outcome.run_id}/"
 
 
 @pytest.mark.parametrize(
@@ -112,8 +116,8 @@ def test_hostile_availability_stops_before_any_tool_sees_it(
     monkeypatch.setattr(SupplierClient, "request", supplier_answers)
     stream = io.StringIO()
     options = RunOptions(
-        layer="bubblewrap",
-        case_dir=SAMPLE,
+        layer=Layer.BUBBLEWRAP,
+        case_dir=SAMPLE_CASE,
         out_dir=work_base / "out",
         work_base=work_base / "work",
         keep_workdir=True,
@@ -141,7 +145,10 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     monkeypatch.setattr(model, "offline_analysis", harbor)
     stream = io.StringIO()
     options = RunOptions(
-        layer="bubblewrap", case_dir=SAMPLE, out_dir=work_base / "out", work_base=work_base / "w"
+        layer=Layer.BUBBLEWRAP,
+        case_dir=SAMPLE_CASE,
+        out_dir=work_base / "out",
+        work_base=work_base / "w",
     )
     with pytest.raises(CheckFailed, match="the comparison's winner is 'northstar'"):
         run_case(options, stream=stream)

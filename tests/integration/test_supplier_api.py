@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.context import SupplierEndpoint
-from app.controller.pki import generate_run_pki
-from app.controller.supplier_client import CallLog, SupplierClient, SupplierConnectionError
-from app.controller.supplier_service import LocalSupplierService
+from app.controller.services.local_supplier import LocalSupplierService, SupplierServiceError
+from app.controller.services.pki import generate_run_pki
+from app.controller.supplier_client import SupplierClient
+from app.core.calls import CallLog, SupplierConnectionError
+from app.core.endpoints import SupplierEndpoint
 from app.core.run_tree import RunPaths, ToolIdentity, create_run
 
 pytestmark = pytest.mark.integration
@@ -149,7 +150,7 @@ def test_start_up_failure_names_the_cause(tmp_path: Path) -> None:
     tool = ToolIdentity.for_this_controller()
     paths = create_run(tmp_path / "runs", tool)
     with (
-        pytest.raises(RuntimeError, match="case_id must match"),
+        pytest.raises(SupplierServiceError, match="case_id must match"),
         LocalSupplierService(paths, tool, [broken], startup_timeout=5),
     ):
         pass

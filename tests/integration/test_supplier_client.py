@@ -13,14 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.controller.context import SupplierEndpoint
-from app.controller.pki import generate_run_pki
-from app.controller.supplier_client import (
-    CallLog,
-    SupplierClient,
-    SupplierConnectionError,
-    SupplierReplyError,
-)
+from app.controller.services.pki import generate_run_pki
+from app.controller.supplier_client import SupplierClient
+from app.core.calls import CallLog, SupplierConnectionError, SupplierReplyError
+from app.core.endpoints import SupplierEndpoint
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from app.core.run_tree import ROLES, Role
+from app.core.roles import ROLES, Role
 from app.tools.bubblewrap import render
-from app.tools.bubblewrap.argv import (
+from app.tools.bubblewrap.policy import (
     BASE_ENVIRONMENT,
     BubblewrapPolicy,
     bwrap_argv,

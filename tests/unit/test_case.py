@@ -28,7 +28,8 @@ def _edit_case(folder: Path, edit) -> None:
 
 
 def test_sample_case_loads_with_three_suppliers() -> None:
-    case, proposals = load_case_folder(SAMPLE)
+    folder = load_case_folder(SAMPLE)
+    case, proposals = folder.case, folder.proposal_bytes
     assert case.case_id == "rfp-001"
     assert [s.id for s in case.suppliers] == ["northstar", "harbor", "cedar"]
     assert set(proposals) == {"northstar", "harbor", "cedar"}

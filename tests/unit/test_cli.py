@@ -1,8 +1,9 @@
-"""The command line: its help, and the exit codes that tell bad input from a failed run."""
+"""The command line: its help, and every documented exit code with the message that goes with it."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -10,30 +11,48 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from app.core import cluster_env
+from app.core.repo import REPO_ROOT, SAMPLE_CASE
+
+# Every variable cluster mode reads, with a well-formed value.
+CLUSTER_ENV = {
+    cluster_env.MODE: cluster_env.CLUSTER_MODE,
+    cluster_env.BUCKET: "analyst-bucket",
+    cluster_env.REGION: "us-west-2",
+    cluster_env.MODEL_ID: "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+    cluster_env.ROLE_NAME: "analyst-role",
+    cluster_env.SUPPLIER_API_URL: "https://supplier-api.ns.svc.cluster.local:8443",
+    cluster_env.SUPPLIER_API_ALIAS_URL: "https://supplier-api-alias.ns.svc.cluster.local:8443",
+    cluster_env.SUPPLIER_KEY_FILE: "/opt/supplier-key/api-key",
+    cluster_env.SUPPLIER_CA_FILE: "/opt/supplier-ca/ca.crt",
+    cluster_env.POD_IDENTITY_URI: "http://169.254.170.23/v1/credentials",
+    cluster_env.POD_IDENTITY_TOKEN_FILE: "/var/run/secrets/pods.eks.amazonaws.com/token",
+}
 
 
 def _controller(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "app.controller", *args],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=300,
     )
 
 
-def test_help_names_every_subcommand_and_layer() -> None:
+def test_help_names_every_subcommand_layer_and_exit_code() -> None:
     done = _controller("--help")
     assert done.returncode == 0
     assert "run" in done.stdout and "demo" in done.stdout
+    for code in ("0 complete", "1 the run stopped", "2 bad input", "3 the layer cannot run"):
+        assert code in " ".join(done.stdout.split())
     run_help = _controller("run", "--help").stdout
     for option in ("--layer", "--case", "--out", "--workdir", "--keep-workdir", "bubblewrap,nono"):
         assert option in run_help
 
 
-def test_unknown_layer_is_a_usage_error() -> None:
+def test_unknown_layer_is_a_usage_error_exit_2() -> None:
     done = _controller("run", "--layer", "docker")
     assert done.returncode == 2
     assert "invalid choice: 'docker'" in done.stderr
@@ -41,7 +60,7 @@ def test_unknown_layer_is_a_usage_error() -> None:
 
 def test_bad_case_exits_2_naming_the_file(tmp_path: Path) -> None:
     case = tmp_path / "case"
-    shutil.copytree(ROOT / "cases" / "rfp-001", case)
+    shutil.copytree(SAMPLE_CASE, case)
     doc = json.loads((case / "case.json").read_text())
     doc["case_id"] = "Bad Id"
     (case / "case.json").write_text(json.dumps(doc))
@@ -49,22 +68,79 @@ def test_bad_case_exits_2_naming_the_file(tmp_path: Path) -> None:
         "run", "--layer", "bubblewrap", "--case", str(case), "--out", str(tmp_path / "o")
     )
     assert done.returncode == 2
-    assert done.stderr.startswith(f"error: {case / 'case.json'}: case_id: String should match")
+    assert done.stderr.startswith(
+        f"error (bad input): {case / 'case.json'}: case_id: String should match"
+    )
     assert not (tmp_path / "o").exists()
 
 
-@pytest.mark.parametrize("missing", ["ANALYST_BUCKET", "ANALYST_MODEL_ID"])
-def test_cluster_mode_names_a_missing_setting(missing: str, tmp_path: Path) -> None:
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "ANALYST_MODE": "cluster",
-        "ANALYST_BUCKET": "b",
-        "AWS_REGION": "us-west-2",
-        "ANALYST_MODEL_ID": "m",
-        "ANALYST_ROLE_NAME": "r",
-    }
+@pytest.mark.parametrize("missing", sorted(set(CLUSTER_ENV) - {cluster_env.MODE}))
+def test_cluster_mode_names_each_missing_setting_exit_2(missing: str, tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", **CLUSTER_ENV}
     del env[missing]
     done = _controller("run", "--layer", "nono", "--workdir", str(tmp_path / "w"), env=env)
-    assert done.returncode == 2
-    assert f"{missing} is not set" in done.stderr
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"error (bad input): {missing} is not set;"), done.stderr
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        (cluster_env.MODE, "clustr"),
+        (cluster_env.SUPPLIER_API_URL, "http://supplier-api:8443"),
+        (cluster_env.SUPPLIER_API_ALIAS_URL, "supplier-api-alias"),
+    ],
+)
+def test_a_malformed_cluster_setting_exits_2_naming_it(
+    name: str, value: str, tmp_path: Path
+) -> None:
+    env = {"PATH": "/usr/bin:/bin", **CLUSTER_ENV, name: value}
+    done = _controller("run", "--layer", "nono", "--workdir", str(tmp_path / "w"), env=env)
+    assert done.returncode == 2, done.stderr
+    assert f"{name}={value!r}" in done.stderr
+    assert not (tmp_path / "w").exists()
+
+
+def test_a_machine_without_bwrap_exits_3_naming_the_fix(work_base: Path) -> None:
+    # The interpreter and moto_server are found by absolute path; only bwrap is looked up.
+    env = {"PATH": "/nonexistent", "HOME": os.environ.get("HOME", "/root")}
+    done = _controller(
+        "run", "--layer", "bubblewrap", "--workdir", str(work_base), "--out", str(work_base / "o"),
+        env=env,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip() == (
+        "error (layer unavailable): bwrap not found on PATH; apt-get install bubblewrap"
+    )
+    assert not (work_base / "o").exists()
+
+
+def test_a_case_with_no_eligible_supplier_stops_the_run_exit_1(
+    tmp_path: Path, work_base: Path
+) -> None:
+    case = tmp_path / "case"
+    shutil.copytree(SAMPLE_CASE, case)
+    (case / "supplier-availability.json").write_text(
+        json.dumps({"northstar": False, "harbor": True, "cedar": True})
+    )
+    done = _controller(
+        "run", "--layer", "bubblewrap", "--case", str(case), "--workdir", str(work_base),
+        "--out", str(work_base / "o"),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "error (run stopped): case rfp-001: no supplier meets every requirement" in done.stderr
+    assert not (work_base / "o").exists()
+
+
+def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> None:
+    out = work_base / "o"
+    done = _controller(
+        "run", "--layer", "bubblewrap", "--workdir", str(work_base), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert not [line for line in lines if line.startswith("FAIL ")]
+    complete = [line for line in lines if line.startswith("ANALYST_COMPLETE=")]
+    assert len(complete) == 1
+    assert f"  recommendation: {out / 'recommendation.md'}" in lines

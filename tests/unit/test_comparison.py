@@ -13,7 +13,8 @@ SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 
 
 def _sample():
-    case, raw = load_case_folder(SAMPLE)
+    folder = load_case_folder(SAMPLE)
+    case, raw = folder.case, folder.proposal_bytes
     proposals = {sid: Proposal.model_validate_json(data) for sid, data in raw.items()}
     return case, proposals
 

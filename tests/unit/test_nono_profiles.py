@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.run_tree import ROLES
+from app.core.roles import ROLES
 from app.tools.nono import render
-from app.tools.nono.profiles import (
+from app.tools.nono.policy import (
     COMMITTED_DIR,
     PLACEHOLDERS,
     ProfileValues,

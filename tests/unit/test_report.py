@@ -17,7 +17,7 @@ SECRETS = {"the supplier key": KEY, "the reader's placeholder": PLACEHOLDER}
 
 
 def test_headline_is_rendered_from_the_checked_id_not_the_prose() -> None:
-    case, _ = load_case_folder(SAMPLE)
+    case = load_case_folder(SAMPLE).case
     answer = Recommendation(recommended_supplier="northstar", analysis="Cedar is great.")
     text = render_recommendation(case, "northstar", answer).decode()
     assert "**Recommended supplier:** Northstar Office Systems (`northstar`)" in text

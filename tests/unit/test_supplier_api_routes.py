@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from app.controller.pki import generate_run_pki
+from app.controller.services.pki import generate_run_pki
 from app.supplier_api.catalog import CatalogError, load_case, load_catalog
 from app.supplier_api.routes import match
 

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from app.core.run_tree import ROLES
-from app.tools.bubblewrap.argv import BubblewrapPolicy, bwrap_argv, per_call_args
+from app.core.repo import POLICIES_DIR
+from app.core.roles import ROLES
+from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv, per_call_args
 from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
 from app.tools.committed import drifted_files, render_main, write_files
 
-COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "bubblewrap"
+COMMITTED_DIR = POLICIES_DIR / "bubblewrap"
 # The run-specific parts of a vector; everything else is the same in every run.
 RUN_PLACEHOLDER = PurePosixPath("<RUN>")
 CODE_PLACEHOLDER = PurePosixPath("<CODE>")

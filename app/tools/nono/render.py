@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 from app.tools.committed import drifted_files, render_main, write_files
-from app.tools.nono.profiles import COMMITTED_DIR, Widening, committed_profiles, to_json
+from app.tools.nono.policy import COMMITTED_DIR, Widening, committed_profiles, to_json
 
 
 def rendered(widening: Widening | None = None) -> dict[str, str]:
@@ -19,9 +19,9 @@ def write(directory: Path, widening: Widening | None = None) -> list[Path]:
     return write_files(directory, rendered(widening))
 
 
-def drifted(directory: Path) -> list[Path]:
+def drifted(directory: Path, widening: Widening | None = None) -> list[Path]:
     """The committed files that are missing or differ from what the generator renders."""
-    return drifted_files(directory, rendered())
+    return drifted_files(directory, rendered(widening))
 
 
 def main(argv: list[str] | None = None) -> int:

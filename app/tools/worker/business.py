@@ -48,7 +48,7 @@ def read_proposal(args: list[str]) -> Result:
     )
 
 
-def _eligible(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> list[str]:
+def _misses(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> list[str]:
     """The requirements a supplier misses; empty means eligible."""
     misses = []
     if supplier["price_usd"] > req["max_price_usd"]:
@@ -69,7 +69,7 @@ def evaluate(args: list[str]) -> Result:
     req = facts["requirements"]
     rows = []
     for supplier in facts["suppliers"]:
-        misses = _eligible(supplier, req, facts["availability"][supplier["id"]])
+        misses = _misses(supplier, req, facts["availability"][supplier["id"]])
         rows.append({"id": supplier["id"], "eligible": not misses, "misses": misses})
     eligible = [s for s, row in zip(facts["suppliers"], rows, strict=True) if row["eligible"]]
     eligible.sort(key=lambda s: (s["price_usd"], s["delivery_days"], s["id"]))

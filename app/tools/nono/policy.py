@@ -11,13 +11,13 @@ import copy
 import json
 import re
 from dataclasses import dataclass, fields
-from pathlib import Path
 from typing import Any
 
-from app.core.run_tree import ROLES, Role
+from app.core.repo import POLICIES_DIR
+from app.core.roles import ROLES, Role
 
 PROFILE_VERSION = "1.0.0"
-COMMITTED_DIR = Path(__file__).resolve().parents[3] / "policies" / "nono"
+COMMITTED_DIR = POLICIES_DIR / "nono"
 
 # What the system interpreter needs: on a merged-/usr system /usr holds python3, its standard
 # library, libc and the dynamic loader (/lib and /lib64 are symlinks into it). Measured: the

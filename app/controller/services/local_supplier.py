@@ -8,21 +8,19 @@ from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
-from urllib.parse import urlsplit
 
-from app.controller.context import SupplierEndpoint
-from app.controller.pki import generate_run_pki
-from app.controller.processes import stop_process
+from app.controller.services.pki import generate_run_pki
+from app.controller.services.processes import stop_process
+from app.core.endpoints import SupplierEndpoint
+from app.core.errors import RunStopped
+from app.core.repo import REPO_ROOT
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 LOCAL_HOST = "localhost"
 ALIAS_HOST = "supplier-api-alias.localhost"
 LOOPBACK = "127.0.0.1"
@@ -31,8 +29,8 @@ SUPPLIER_KEY_FILE = "supplier-api-key"
 SERVER_KEY_FILE = "supplier-tls.key"
 
 
-class SupplierServiceError(RuntimeError):
-    """The supplier API could not be started or located; the message names the fix."""
+class SupplierServiceError(RunStopped):
+    """The local supplier API could not be started; the message names the fix."""
 
 
 def _ensure_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
@@ -153,35 +151,3 @@ class LocalSupplierService:
         traceback: TracebackType | None,
     ) -> None:
         self.stop()
-
-
-def supplier_endpoint_from_env(env: Mapping[str, str] = os.environ) -> SupplierEndpoint:
-    """The cluster's supplier API, from the Job's environment; the host is resolved once here."""
-    names = ("SUPPLIER_API_URL", "SUPPLIER_API_ALIAS_URL", "SUPPLIER_CA_FILE", "SUPPLIER_KEY_FILE")
-    missing = [name for name in names if not env.get(name)]
-    if missing:
-        raise SupplierServiceError(
-            f"{', '.join(missing)} not set; the analyst Job sets them from the supplier Service"
-        )
-    url, alias_url = env["SUPPLIER_API_URL"], env["SUPPLIER_API_ALIAS_URL"]
-    for name, value in (("SUPPLIER_API_URL", url), ("SUPPLIER_API_ALIAS_URL", alias_url)):
-        parts = urlsplit(value)
-        if parts.scheme != "https" or not parts.hostname:
-            raise SupplierServiceError(f"{name}={value!r} must be an https://host[:port] URL")
-    parts = urlsplit(url)
-    port = parts.port or 443
-    try:
-        infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        raise SupplierServiceError(
-            f"cannot resolve the supplier API host {parts.hostname}: {exc}; "
-            "check the supplier Service exists in this namespace"
-        ) from exc
-    return SupplierEndpoint(
-        url=url,
-        alias_url=alias_url,
-        address=str(infos[0][4][0]),
-        port=port,
-        ca_file=Path(env["SUPPLIER_CA_FILE"]),
-        key_file=Path(env["SUPPLIER_KEY_FILE"]),
-    )

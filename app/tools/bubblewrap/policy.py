@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from app.core.run_tree import Role
+from app.core.roles import Role
+from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -22,10 +23,6 @@ INPUT_MOUNT = "/input"
 OUTPUT_MOUNT = "/output"
 SCRATCH_MOUNT = "/tmp"
 SCRATCH_BYTES = 16 * 1024 * 1024
-
-# The system interpreter: the worker is stdlib-only, so /usr is all it needs.
-INTERPRETER = "/usr/bin/python3"
-WORKER_MODULE = "analyst_worker"
 
 # The whole environment a tool process starts with; --clearenv drops everything else.
 BASE_ENVIRONMENT: tuple[tuple[str, str], ...] = (
@@ -166,7 +163,7 @@ def per_call_args(seccomp_fds: Sequence[int | str], action: str, args: Sequence[
     # mounts, so the filters never restrict bwrap itself.
     for fd in seccomp_fds:
         tail += ["--add-seccomp-fd", str(fd)]
-    return [*tail, "--", INTERPRETER, "-m", WORKER_MODULE, action, *args]
+    return [*tail, "--", INTERPRETER, "-m", WORKER_PACKAGE, action, *args]
 
 
 def mount_destinations(argv: Sequence[str]) -> list[str]:

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from app.controller.comparison import Comparison
+from app.controller.environment import ModelChoice
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
 from app.controller.model import run_model_turn
-from app.controller.phases.state import RunState
+from app.controller.phases.identity import StoredCase
+from app.core.run import Run
 
 
-def evidence_for_model(run: RunState, comparison: Comparison) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CheckedAnswer:
+    """The model's answer once both gates accepted it, with the turn's usage for the evidence."""
+
+    supplier_id: str
+    answer: Recommendation
+    usage: dict[str, Any]
+
+
+def evidence_for_model(run: Run, stored: StoredCase, comparison: Comparison) -> dict[str, Any]:
     case = run.case
     verdicts = {v.id: v for v in comparison.verdicts}
     return {
@@ -22,10 +35,10 @@ def evidence_for_model(run: RunState, comparison: Comparison) -> dict[str, Any]:
                 "id": s.id,
                 "name": s.name,
                 "store_key": case.proposal_key(s.id),
-                "price_usd": run.proposals[s.id].price_usd,
-                "delivery_days": run.proposals[s.id].delivery_days,
-                "warranty_months": run.proposals[s.id].warranty_months,
-                "summary": run.proposals[s.id].summary,
+                "price_usd": stored.proposals[s.id].price_usd,
+                "delivery_days": stored.proposals[s.id].delivery_days,
+                "warranty_months": stored.proposals[s.id].warranty_months,
+                "summary": stored.proposals[s.id].summary,
                 "eligible": verdicts[s.id].eligible,
                 "misses": list(verdicts[s.id].misses),
             }
@@ -35,16 +48,18 @@ def evidence_for_model(run: RunState, comparison: Comparison) -> dict[str, Any]:
     }
 
 
-def model(run: RunState, comparison: Comparison) -> tuple[str, Recommendation, dict[str, Any]]:
-    checks, env, case = run.checks, run.env, run.case
+def model_turn(
+    run: Run, model: ModelChoice, stored: StoredCase, comparison: Comparison
+) -> CheckedAnswer:
+    checks, case = run.checks, run.case
     checks.begin("model")
-    answer, record = run_model_turn(env.model(), evidence_for_model(run, comparison))
+    answer, record = run_model_turn(model.make(), evidence_for_model(run, stored, comparison))
     checks.require(
         record.tool_calls == ["get_case_evidence"],
-        f"the model called the evidence tool once ({env.model_description})",
+        f"the model called the evidence tool once ({model.description})",
         detail=f"tool calls {record.tool_calls}",
     )
-    if env.bedrock:
+    if model.bedrock:
         checks.require(
             record.input_tokens > 0 and record.output_tokens > 0,
             f"Bedrock returned a real turn with nonzero token usage on {record.model_name}",
@@ -72,11 +87,11 @@ def model(run: RunState, comparison: Comparison) -> tuple[str, Recommendation, d
         "input_tokens": record.input_tokens,
         "output_tokens": record.output_tokens,
     }
-    return chosen, answer, usage
+    return CheckedAnswer(chosen, answer, usage)
 
 
 def _gate_controls(
-    run: RunState, comparison: Comparison, answer: Recommendation, keys: list[str]
+    run: Run, comparison: Comparison, answer: Recommendation, keys: list[str]
 ) -> None:
     """Each gate refuses a deliberately wrong copy of the accepted answer."""
     ineligible = [v.id for v in comparison.verdicts if not v.eligible]
@@ -85,9 +100,15 @@ def _gate_controls(
     # and a one-supplier case an id that is not in the case at all.
     wrong = (ineligible or losers or ["not-a-supplier"])[0]
     wrong_label = "an ineligible supplier" if ineligible else "a supplier it did not choose"
-    choose = lambda a: choice_gate(a, comparison)  # noqa: E731
-    cite = lambda a: citation_gate(a, keys)  # noqa: E731
-    controls = (
+
+    def choose(candidate: Recommendation) -> object:
+        return choice_gate(candidate, comparison)
+
+    def cite(candidate: Recommendation) -> object:
+        citation_gate(candidate, keys)
+        return None
+
+    controls: tuple[tuple[str, str, Recommendation, Callable[[Recommendation], object]], ...] = (
         (
             "choice",
             f"an answer naming {wrong_label}, {wrong}",
@@ -111,6 +132,8 @@ def _gate_controls(
         try:
             check(bad)
         except GateRejected as rejected:
-            run.checks.require(True, f"the {gate} gate rejects {label} ({rejected})")
+            run.checks.require(True, f"control: the {gate} gate rejects {label} ({rejected})")
         else:
-            run.checks.require(False, f"the {gate} gate rejects {label}", detail="it was accepted")
+            run.checks.require(
+                False, f"control: the {gate} gate rejects {label}", detail="it was accepted"
+            )

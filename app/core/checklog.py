@@ -1,4 +1,4 @@
-"""The check list: one PASS, FAIL or SKIP line per claim, printed as it is reached.
+"""The check log: one PASS, FAIL or SKIP line per claim, printed as it is reached.
 
 A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and still exit 0.
 A SKIP names why it cannot run here and is never counted as passed.
@@ -11,12 +11,14 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal, TextIO, TypeVar
 
+from app.core.errors import RunStopped
+
 T = TypeVar("T")
 
 Outcome = Literal["PASS", "FAIL", "SKIP"]
 
 
-class CheckFailed(Exception):
+class CheckFailed(RunStopped):
     """A check did not hold; the run stops here."""
 
 
@@ -35,8 +37,6 @@ class CheckLog:
     stream: TextIO = field(default_factory=lambda: sys.stdout)
     section: str = "run"
     records: list[CheckRecord] = field(default_factory=list)
-    # Observers (tests, the CLI's progress) see every record as it is made.
-    observers: list[Callable[[CheckRecord], None]] = field(default_factory=list)
 
     def begin(self, section: str) -> None:
         """Names the group the following checks belong to (layer, files, network, ...)."""
@@ -48,8 +48,6 @@ class CheckLog:
         if record.detail and record.outcome != "PASS":
             line += f" ({record.detail})"
         print(line, file=self.stream, flush=True)
-        for observer in self.observers:
-            observer(record)
 
     def require(self, condition: bool, claim: str, *, detail: str = "") -> None:
         """PASS when condition holds; otherwise FAIL and stop the run.

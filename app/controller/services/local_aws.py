@@ -33,19 +33,24 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from app.controller.context import AwsCredentialFile
-from app.controller.processes import stop_process
+from app.controller.services.processes import stop_process
 from app.controller.store import CaseStore
+from app.core.endpoints import AwsCredentialFile, HostPort
+from app.core.errors import RunStopped
 from app.core.iam_policy import render_permissions_policy
 from app.core.ids import ID_PATTERN, OTHER_CASE_ID, is_valid_id
+from app.core.repo import CASES_DIR
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
+
+# The services the stand-in is asked for.
+Service = Literal["iam", "s3", "sts"]
 
 LOCAL_BUCKET = "analyst-local"
 LOCAL_REGION = "us-east-1"
@@ -53,8 +58,7 @@ ROLE_NAME = "analyst"
 PROFILE = "analyst"
 ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
-REPO_ROOT = Path(__file__).resolve().parents[2]
-OTHER_CASE_DIR = REPO_ROOT / "cases" / OTHER_CASE_ID
+OTHER_CASE_DIR = CASES_DIR / OTHER_CASE_ID
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_SECONDS = 30.0
 
@@ -70,7 +74,7 @@ _ALLOW_ALL = {
 }
 
 
-class LocalAwsError(RuntimeError):
+class LocalAwsError(RunStopped):
     """The local AWS stand-in could not be set up; the message names the fix."""
 
 
@@ -97,9 +101,9 @@ class LocalAwsSettings:
         return AwsCredentialFile(self.credentials_file, "the AWS credential file")
 
     @property
-    def endpoint(self) -> tuple[str, int]:
+    def endpoint(self) -> HostPort:
         host, _, port = self.endpoint_url.removeprefix("http://").partition(":")
-        return host, int(port)
+        return HostPort(host, int(port))
 
     def session(self) -> boto3.Session:
         """A session built only from the credentials file: environment credentials are ignored."""
@@ -221,7 +225,7 @@ class LocalAws:
             "check moto[server] is installed and the port is free"
         )
 
-    def _client(self, service: str, key: tuple[str, str], *, retries: bool = True) -> Any:
+    def _client(self, service: Service, key: tuple[str, str], *, retries: bool = True) -> Any:
         # Credentials are passed to the client, never through the environment, so nothing
         # else in this process can pick them up.
         config = Config(

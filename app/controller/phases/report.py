@@ -1,0 +1,40 @@
+"""The report: written after a scan for every secret, and round-tripped through the store."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from app.controller.comparison import Comparison
+from app.controller.environment import Services
+from app.controller.phases.model import CheckedAnswer
+from app.controller.report import KeyLeak, render_recommendation, write_scanned
+from app.core.files import json_bytes
+from app.core.run import Run
+
+
+def report(
+    run: Run,
+    services: Services,
+    checked: CheckedAnswer,
+    comparison: Comparison,
+    secrets: Mapping[str, bytes],
+) -> None:
+    checks = run.checks
+    checks.begin("report")
+    documents = {
+        "recommendation.md": render_recommendation(run.case, checked.supplier_id, checked.answer),
+        "comparison.json": json_bytes(comparison.as_json()),
+    }
+    try:
+        write_scanned(run.paths.run, documents, secrets)
+    except KeyLeak as leak:
+        checks.require(False, "the report and the comparison hold no secret", detail=str(leak))
+        raise
+    for name, data in documents.items():
+        key = f"{run.report_prefix}{name}"
+        services.store.put(key, data)
+        checks.require(
+            services.store.get(key) == data,
+            f"the report object round-trips through the store: {name}",
+            detail=f"s3://{services.bucket}/{key} differs from what was written",
+        )

@@ -1,0 +1,49 @@
+"""The one object that describes a run, built once before any check and never changed.
+
+The controller builds it after its services are up; the layer, the layer's checks and the
+shared phases all read it. What a run learns as it goes lives in its check log and evidence
+record (both append-only) and in the values the phases return to each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.core.calls import SupplierAccess
+from app.core.case import Case, report_prefix
+from app.core.checklog import CheckLog
+from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
+from app.core.roles import Layer
+from app.core.run_tree import RunPaths, ToolIdentity
+
+
+@dataclass
+class Evidence:
+    """What the run records for evidence.json, section by section; written once at the end."""
+
+    sections: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, name: str, value: Any) -> None:
+        self.sections[name] = value
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    layer: Layer
+    case: Case
+    case_dir: Path
+    paths: RunPaths
+    tool: ToolIdentity
+    supplier: SupplierEndpoint
+    supplier_client: SupplierAccess
+    aws_credential: AwsCredentialFile
+    aws_endpoint: HostPort
+    checks: CheckLog
+    evidence: Evidence
+
+    @property
+    def report_prefix(self) -> str:
+        return report_prefix(self.case.case_id, self.run_id)

@@ -1,0 +1,96 @@
+"""The bubblewrap layer's own checks: what a tool process got, and each refusal with its control."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Final
+
+from app.core.files import read_regular
+from app.core.run import Run
+from app.tools.bubblewrap.network_checks import check_network
+from app.tools.bubblewrap.policy import INPUT_MOUNT
+from app.tools.bubblewrap.process_checks import ProcessChecks
+from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.common_checks import CommonChecks
+from app.tools.layer import LayerChecks
+
+MAX_DRAFT_BYTES: Final = 64 * 1024
+
+
+class BubblewrapChecks(LayerChecks):
+    """process: the layer section; boundary: files, process, network; submit_draft: business."""
+
+    def __init__(self, run: Run, layer: BwrapRunner) -> None:
+        self.run = run
+        self.layer = layer
+        self.checks = run.checks
+        self.common = CommonChecks(run, layer)
+        self.processes = ProcessChecks(run, layer)
+
+    def process(self) -> None:
+        self.checks.begin("layer")
+        self.processes.what_the_tool_got()
+        self._record()
+
+    def boundary(self) -> None:
+        self.checks.begin("files")
+        self.common.reads_staged_case()
+        self._check_same_file()
+        self.common.reads_staged_proposals()
+        self.common.input_write_refused()
+        self.common.hidden_files_refused()
+        self.common.writer_file_read_back()
+        self.checks.begin("process")
+        self.processes.what_the_kernel_refuses()
+        self.checks.begin("network")
+        check_network(self.run, self.layer)
+        self._record()
+
+    def _check_same_file(self) -> None:
+        """The reader's /input/case.json is the controller's file, not a copy: the same inode."""
+        host = self.run.paths.workspace("reader").input / "case.json"
+        inside = f"{INPUT_MOUNT}/case.json"
+        seen = self.layer.run_tool("reader", "open-read", inside)
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            host_stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        self.checks.require(
+            seen.ok
+            and (seen.data["device"], seen.data["inode"]) == (host_stat.st_dev, host_stat.st_ino),
+            f"the reader's own open of {inside} reaches the controller's file: device "
+            f"{host_stat.st_dev}, inode {host_stat.st_ino} on both sides",
+            detail=f"the open {seen.observed}, device/inode {seen.data.get('device')}/"
+            f"{seen.data.get('inode')}",
+        )
+
+    def submit_draft(self, draft_path: Path) -> None:
+        # The writer owns its output directory: refuse a symlink or special file it may have
+        # planted there, so the controller never sends anything but the writer's own bytes.
+        body = read_regular(draft_path, MAX_DRAFT_BYTES)
+        reply = self.run.supplier_client.request(
+            "POST",
+            f"/cases/{self.run.case.case_id}/recommendations",
+            body=body,
+            content_type="text/plain; charset=utf-8",
+        )
+        self.processes.readings["draft_submission"] = {
+            "sha256": hashlib.sha256(body).hexdigest(),
+            "status": reply.status,
+            "request_id": reply.request_id,
+        }
+        self.checks.expect_equal(
+            reply.status,
+            201,
+            "the controller submits the writer's draft itself, and the supplier API accepts it: "
+            "201",
+        )
+
+    def _record(self) -> None:
+        # The layer's whole evidence (policy knobs, control calls, seccomp) is added by the
+        # run; these are the parts a reviewer reads first.
+        self.run.evidence.record("bwrap_argument_lists", self.layer.argument_lists())
+        self.run.evidence.record("bubblewrap_readings", self.processes.readings)

@@ -1,0 +1,341 @@
+"""What a bubblewrap tool process got, read from its own /proc, and what its kernel refuses it:
+identity, capabilities, no_new_privs, seccomp, namespaces, mounts, environment, nested user
+namespaces and the seccomp filters themselves."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from app.core.results import Errno, ToolResult, as_mapping
+from app.core.roles import ROLES, Role
+from app.core.run import Run
+from app.tools.bubblewrap.policy import (
+    NAMESPACES,
+    OUTPUT_MOUNT,
+    SANDBOX_ID,
+    BubblewrapPolicy,
+    expected_environment,
+    hostname_for,
+    mount_destinations,
+)
+from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.bubblewrap.seccomp import resolve_syscall, single_syscall_filter
+from app.tools.common_checks import CommonChecks
+from app.tools.worker.system import read_namespaces, read_status
+
+CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+NO_CAPABILITIES: Final = "0000000000000000"
+# bwrap always gives the child a mount namespace of its own, so it is checked beside the five
+# the argument vector names.
+CHECKED_NAMESPACES: Final = (*NAMESPACES, "mnt")
+# The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
+# reach the child), and each takes at most the probe's one scratch pointer.
+STACKED_SYSCALLS: Final = ("getppid", "uname")
+# One syscall the baseline refuses, probed with a zero pid so that, unfiltered, the kernel
+# answers harmlessly and deterministically (no process 0 to trace).
+BASELINE_SAMPLE: Final = "ptrace"
+BASELINE_SAMPLE_KERNEL_ERRNO: Final = Errno.ESRCH
+IDENTITY_FILE: Final = "identity-check.txt"
+
+
+class ProcessChecks:
+    """The "layer" and "process" sections of a bubblewrap run."""
+
+    def __init__(self, run: Run, layer: BwrapRunner) -> None:
+        self.run = run
+        self.layer = layer
+        self.checks = run.checks
+        self.readings: dict[str, Any] = {}
+
+    # --- the layer section --------------------------------------------------------------------
+
+    def what_the_tool_got(self) -> None:
+        self._check_bwrap()
+        self._check_controller()
+        tool = self.layer.run_tool("reader", "proc-status")
+        self.readings["reader_proc_status"] = dict(tool.data)
+        status = as_mapping(tool.data["status"])
+        self._check_ids(tool, status)
+        self._check_privileges(status)
+        self._check_namespaces(tool)
+        self._check_mounts(tool)
+        environment: list[str] = list(tool.data["environment"])
+        self._check_environment(environment)
+
+    def _check_bwrap(self) -> None:
+        readings = self.layer.readings
+        missing = [o for o in readings.required_options if o not in readings.offered_options]
+        minimum = ".".join(str(part) for part in readings.minimum_version)
+        self.checks.require(
+            readings.version_tuple >= readings.minimum_version and not missing,
+            f"bwrap is {readings.version} (at least {minimum}) and offers all "
+            f"{len(readings.required_options)} options the argument vectors use, "
+            "--disable-userns and --add-seccomp-fd among them",
+            detail=f"missing {missing}" if missing else f"version {readings.version}",
+        )
+        self.checks.require(
+            readings.max_user_namespaces > 0,
+            "the kernel lets an unprivileged process create user namespaces: "
+            f"/proc/sys/user/max_user_namespaces is {readings.max_user_namespaces}",
+        )
+
+    def _check_controller(self) -> None:
+        status = read_status()
+        tool = self.run.tool
+        caps = ", ".join(f"{name} {status[name]}" for name in CAPABILITY_SETS)
+        uid, gid = os.geteuid(), os.getegid()
+        self.readings["controller_status"] = status
+        if uid == 0:
+            # Local runs: the controller is root and holds every capability. It is trusted and
+            # unconfined by design; what matters is that no tool process inherits that.
+            self.checks.require(
+                tool.uid != 0 and tool.gid != 0,
+                f"the controller is root here (uid {uid}, gid {gid}; {caps}), trusted and "
+                f"unconfined, so it drops every tool process to uid/gid {tool.uid}/{tool.gid} "
+                "before it execs bwrap",
+                detail=f"tool identity is {tool.uid}/{tool.gid}",
+            )
+            return
+        self.checks.require(
+            status["CapEff"] == NO_CAPABILITIES and status["CapPrm"] == NO_CAPABILITIES,
+            f"the controller runs as uid {uid}, gid {gid} and holds no capability it could use "
+            f"(CapEff {status['CapEff']}, CapPrm {status['CapPrm']}); its other readings: "
+            f"CapBnd {status['CapBnd']}, NoNewPrivs {status['NoNewPrivs']}, "
+            f"Seccomp {status['Seccomp']}",
+            detail=caps,
+        )
+
+    def _check_ids(self, tool: ToolResult, status: Mapping[str, str]) -> None:
+        ids = " ".join([str(SANDBOX_ID)] * 4)  # real, effective, saved, filesystem
+        maps: dict[str, list[str]] = {
+            "uid_map": list(tool.data["uid_map"]),
+            "gid_map": list(tool.data["gid_map"]),
+        }
+        single = all(
+            len(lines) == 1 and lines[0].split()[0::2] == [str(SANDBOX_ID), "1"]
+            for lines in maps.values()
+        )
+        # The map's middle field is relative to the parent user namespace. bwrap nests the
+        # child in a second one whenever it mounts a devpts (--dev), mapping 1000 to that
+        # intermediate namespace's root; the host identity is read on the host, below.
+        nested = single and any(lines[0].split()[1] == "0" for lines in maps.values())
+        self.checks.require(
+            single and status["Uid"] == ids and status["Gid"] == ids,
+            f"the reader runs as uid/gid {SANDBOX_ID}, and its user namespace maps that one id "
+            f"alone: uid_map {maps['uid_map']}, gid_map {maps['gid_map']}"
+            + (
+                " (the outside 0 is root of the intermediate namespace bwrap nests the child "
+                "in to mount /dev/pts, not the host's)"
+                if nested
+                else ""
+            ),
+            detail=f"Uid {status['Uid']}, Gid {status['Gid']}",
+        )
+        host = self.run.tool
+        inside = f"{OUTPUT_MOUNT}/{IDENTITY_FILE}"
+        created = self.layer.run_tool("reader", "create-file", inside, "owner check\n")
+        owner = None
+        if created.ok:
+            st = os.lstat(self.run.paths.workspace("reader").output / IDENTITY_FILE)
+            owner = (st.st_uid, st.st_gid)
+        self.checks.require(
+            owner == (host.uid, host.gid) and owner is not None and 0 not in owner,
+            f"and on the host that id is the unprivileged uid/gid {host.uid}/{host.gid}, never "
+            f"0: the file the reader creates at {inside} is owned by {host.uid}:{host.gid}",
+            detail=f"owner {owner}, the create {created.observed}",
+        )
+
+    def _check_privileges(self, status: Mapping[str, str]) -> None:
+        readings = ", ".join(f"{name} {status[name]}" for name in CAPABILITY_SETS)
+        self.checks.require(
+            all(status[name] == NO_CAPABILITIES for name in CAPABILITY_SETS),
+            f"the reader holds no capability in any of the five sets: {readings}",
+        )
+        self.checks.expect_equal(
+            status["NoNewPrivs"],
+            "1",
+            "no exec can raise the reader's privileges: NoNewPrivs is 1",
+        )
+        self.checks.require(
+            status["Seccomp"] == "2" and status["Seccomp_filters"] == "1",
+            "the reader runs under exactly one seccomp filter, the baseline this controller "
+            "compiled: Seccomp mode 2, Seccomp_filters 1",
+            detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
+        )
+
+    def _check_namespaces(self, tool: ToolResult) -> None:
+        own = read_namespaces()
+        theirs = as_mapping(tool.data["namespaces"])
+        self.readings["controller_namespaces"] = own
+        for ns in CHECKED_NAMESPACES:
+            self.checks.require(
+                theirs[ns] != own[ns],
+                f"the reader has its own {ns} namespace: {theirs[ns]}, not the controller's "
+                f"{own[ns]}",
+            )
+        expected = hostname_for("reader")
+        mine = socket.gethostname()
+        hostname = tool.data["hostname"]
+        self.checks.require(
+            hostname == expected and hostname != mine,
+            f"the reader has a hostname of its own, {expected}, not the controller's {mine}",
+            detail=f"observed {hostname!r}",
+        )
+
+    def _forbidden_dirs(self, role: Role) -> dict[Path, list[str]]:
+        """Host directories no mount of `role` may reach, each with what it holds."""
+        dirs: dict[Path, list[str]] = {}
+        dirs.setdefault(self.run.supplier.key_file.parent, []).append("the supplier key")
+        dirs.setdefault(self.run.aws_credential.path.parent, []).append(
+            self.run.aws_credential.description
+        )
+        for other in ROLES:
+            if other != role:
+                dirs.setdefault(self.run.paths.workspace(other).root, []).append(
+                    f"the {other}'s files"
+                )
+        return dirs
+
+    def _check_mounts(self, tool: ToolResult) -> None:
+        observed: list[str] = list(tool.data["mounts"])
+        # The mounts the secure policy names; a mount it does not name is a finding, even if
+        # this run's own policy added it.
+        named = {"/", *mount_destinations(self.layer.role_argv("reader", BubblewrapPolicy()))}
+        # --dev makes a handful of device-node mounts under /dev; they are listed, not named.
+        unnamed = [m for m in observed if m not in named and not m.startswith("/dev/")]
+        absent = sorted(named - set(observed))
+        self.checks.require(
+            not unnamed and not absent,
+            f"the reader's whole mount list is {observed}: exactly the mounts its argument "
+            "vector names, plus the device nodes --dev makes under /dev",
+            detail=f"not named: {unnamed}, named but absent: {absent}",
+        )
+        forbidden = self._forbidden_dirs("reader")
+        exposed = sorted({m for m in observed for path in forbidden if _overlaps(m, path)})
+        self.checks.require(
+            not exposed,
+            f"so no mount in it is at, above or below {_describe_dirs(forbidden)}",
+            detail=f"exposed by {exposed}",
+        )
+
+    def _check_environment(self, names: list[str]) -> None:
+        expected = expected_environment(BubblewrapPolicy())
+        self.checks.expect_equal(
+            names,
+            expected,
+            f"the reader's whole environment is {names}: the variables its argument vector "
+            "sets after --clearenv, and the PWD bwrap derives from --chdir",
+        )
+        CommonChecks(self.run, self.layer).no_credential_variables("reader", names)
+
+    # --- the process section ------------------------------------------------------------------
+
+    def what_the_kernel_refuses(self) -> None:
+        self._check_nested_userns()
+        self._check_seccomp()
+
+    def _expect(self, result: ToolResult, expected: Errno, claim: str) -> None:
+        self.checks.require(
+            result.refused_with(expected),
+            f"{claim}: {expected}",
+            detail=f"observed {result.observed}",
+        )
+
+    def _check_nested_userns(self) -> None:
+        control = self.layer.run_confined(
+            "reader", "unshare-user", [], disable_userns=False, purpose="nested userns control"
+        )
+        self.checks.require(
+            control.ok,
+            "control: a child started without --disable-userns may create a further user namespace",
+            detail=f"the unshare {control.observed}",
+        )
+        self._expect(
+            self.layer.run_tool("reader", "unshare-user"),
+            Errno.ENOSPC,
+            "so what refuses the reader a further user namespace is --disable-userns",
+        )
+
+    def _check_seccomp(self) -> None:
+        # The baseline itself: the same call with no filter at all reaches the kernel, which
+        # gives its own answer; with the baseline, the filter answers first.
+        number = resolve_syscall(BASELINE_SAMPLE)
+        unfiltered = self.layer.run_confined(
+            "reader", "syscall", [str(number)], baseline=False, purpose="baseline control"
+        )
+        self.checks.require(
+            unfiltered.refused_with(BASELINE_SAMPLE_KERNEL_ERRNO),
+            f"control: with no seccomp filter, the reader's {BASELINE_SAMPLE} call (syscall "
+            f"{number}, numbered by libseccomp) reaches the kernel, which answers "
+            f"{BASELINE_SAMPLE_KERNEL_ERRNO}",
+            detail=f"observed {unfiltered.observed}",
+        )
+        self._expect(
+            self.layer.run_tool("reader", "syscall", str(number)),
+            Errno.EPERM,
+            f"so the baseline filter is what refuses {BASELINE_SAMPLE}",
+        )
+        numbers = {name: resolve_syscall(name) for name in STACKED_SYSCALLS}
+        self.readings["stacked_syscall_numbers"] = numbers
+        for name, number in numbers.items():
+            result = self.layer.run_tool("reader", "syscall", str(number))
+            self.checks.require(
+                result.ok,
+                f"{name} (syscall {number}, numbered by libseccomp) succeeds in the reader "
+                "under the baseline filter alone",
+                detail=f"observed {result.observed}",
+            )
+        extra = [single_syscall_filter(name) for name in STACKED_SYSCALLS]
+        stacked = as_mapping(
+            self.layer.run_confined(
+                "reader", "proc-status", [], extra_filters=extra, purpose="stacked filters"
+            ).data["status"]
+        )
+        self.checks.require(
+            stacked["Seccomp"] == "2" and stacked["Seccomp_filters"] == "3",
+            "with one filter for getppid and one for uname added, the reader holds three "
+            "stacked seccomp filters: Seccomp_filters 3",
+            detail=f"Seccomp {stacked['Seccomp']}, Seccomp_filters {stacked['Seccomp_filters']}",
+        )
+        for name, number in numbers.items():
+            self._expect(
+                self.layer.run_confined(
+                    "reader",
+                    "syscall",
+                    [str(number)],
+                    extra_filters=extra,
+                    purpose=f"stacked filters: {name}",
+                ),
+                Errno.EPERM,
+                f"and with both added, {name} is refused by its filter",
+            )
+
+
+def _overlaps(mount_point: str, host_dir: Path) -> bool:
+    """Whether a mount at this sandbox path could show any part of host_dir (the root tmpfs
+    aside, which holds only what other mounts put there)."""
+    if mount_point == "/":
+        return False
+    directory = str(host_dir)
+    return (
+        mount_point == directory
+        or directory.startswith(mount_point + "/")
+        or mount_point.startswith(directory + "/")
+    )
+
+
+def _join(items: Iterable[str], conjunction: str) -> str:
+    parts = list(items)
+    return ", ".join(parts[:-1]) + f" {conjunction} {parts[-1]}" if len(parts) > 1 else parts[0]
+
+
+def _describe_dirs(dirs: dict[Path, list[str]]) -> str:
+    """ "the directory of A and B (/p), ... or the directory of C (/q)"."""
+    return _join(
+        (f"the directory of {_join(what, 'and')} ({path})" for path, what in dirs.items()),
+        "or",
+    )

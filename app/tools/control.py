@@ -1,0 +1,30 @@
+"""The unconfined control: the same worker, at the same uid and gid, with no layer at all.
+
+Every refusal a layer shows is set beside this process doing the same thing successfully, so
+that what refuses is shown to be the layer and not the file's mode or the uid.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.core.results import ToolResult
+from app.core.run_tree import RunPaths, ToolIdentity
+from app.tools.execution import SYSTEM_PATH, exec_as_tool, worker_command
+
+
+def control_environment(paths: RunPaths) -> dict[str, str]:
+    """What the control starts with: enough to import the staged worker, nothing inherited."""
+    return {
+        "PATH": SYSTEM_PATH,
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(paths.code),
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def run_unconfined(
+    paths: RunPaths, tool: ToolIdentity, action: str, args: Sequence[str]
+) -> ToolResult:
+    """Runs one worker action at the tool's identity with no confinement."""
+    return exec_as_tool(worker_command(action, args), tool=tool, env=control_environment(paths))

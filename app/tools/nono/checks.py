@@ -1,0 +1,198 @@
+"""The nono layer's own checks: profiles against the committed files, then every file,
+credential and network refusal beside a control in which the same operation succeeds.
+
+Nothing here records a credential, a placeholder or a digest: the credential comparison is made
+in memory and only its outcome becomes a check line. Failure details name errnos and statuses,
+never a probe's full result (an unconfined open reports a file's identity).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from app.core.results import Errno
+from app.core.roles import ROLES, Role
+from app.core.run import Run
+from app.tools.common_checks import CommonChecks
+from app.tools.layer import LayerChecks
+from app.tools.nono import render
+from app.tools.nono.endpoint_checks import EndpointChecks
+from app.tools.nono.policy import differences, fill
+from app.tools.nono.runner import NonoRunner
+
+
+class NonoChecks(LayerChecks):
+    """process: the profiles and environments; boundary: files, credentials, network and the
+    proxies' endpoint policy; submit_draft: the writer's own POST through its proxy."""
+
+    refuses_upstream = True
+
+    def __init__(self, run: Run, layer: NonoRunner) -> None:
+        self.run = run
+        self.layer = layer
+        self.checks = run.checks
+        self.common = CommonChecks(run, layer)
+        self.endpoints = EndpointChecks(run, layer)
+
+    def process(self) -> None:
+        self._profiles()
+        self._environment()
+
+    def boundary(self) -> None:
+        self._files()
+        self._credentials()
+        self._network()
+        self.endpoints.check()
+
+    def submit_draft(self, draft_path: Path) -> None:
+        self.endpoints.submit_draft(draft_path)
+
+    # --- profiles -----------------------------------------------------------------------------
+
+    def _mismatch(self, role: Role, profile: dict[str, Any]) -> list[str]:
+        """Where a profile differs from the committed file with this run's values filled in."""
+        committed = json.loads((self.layer.committed_dir / f"{role}.json").read_text("utf-8"))
+        return differences(profile, fill(committed, self.layer.values))
+
+    def _profiles(self) -> None:
+        checks, layer = self.checks, self.layer
+        checks.begin("profiles")
+        drift = render.drifted(layer.committed_dir, layer.widening)
+        checks.require(
+            not drift,
+            f"the committed nono profiles ({', '.join(f'{r}.json' for r in ROLES)}) are exactly "
+            "what the profile generator renders",
+            detail=f"differs: {', '.join(path.name for path in drift)}",
+        )
+        for role in ROLES:
+            found = self._mismatch(role, layer.live_profile(role))
+            checks.require(
+                not found,
+                f"the {role} runs under the committed {role}.json with only this run's values "
+                f"filled in ({layer.profile_path(role)})",
+                detail=f"differs at {', '.join(found)}",
+            )
+        altered = layer.live_profile("reader")
+        altered["filesystem"]["read"].append(str(self.run.supplier.key_file))
+        found = self._mismatch("reader", altered)
+        checks.require(
+            found == ["filesystem.read"],
+            "control: the same comparison reports a copy of the reader's profile with the "
+            "supplier key file added to its read list as different, at filesystem.read",
+            detail=f"the comparison reported {found or 'no difference'}",
+        )
+
+    # --- environment --------------------------------------------------------------------------
+
+    def _environment(self) -> None:
+        checks, layer = self.checks, self.layer
+        checks.begin("environment")
+        names: dict[Role, list[str]] = {}
+        for role in ROLES:
+            names[role] = list(layer.run_tool(role, "env-names").data["names"])
+            kept = layer.live_profile(role)["environment"]["allow_vars"]
+            added = layer.proxies.variable_names(role)
+            expected = sorted(set(kept) | set(added))
+            extra = sorted(set(names[role]) - set(expected))
+            missing = sorted(set(expected) - set(names[role]))
+            claim = f"the {role}'s environment is exactly what its profile keeps: {', '.join(kept)}"
+            if added:
+                claim += f"; plus what its proxy sets: {', '.join(added)}"
+            checks.require(
+                not extra and not missing, claim, detail=f"extra {extra}, missing {missing}"
+            )
+        reader = names["reader"]
+        self.common.no_credential_variables("reader", reader)
+
+    # --- files --------------------------------------------------------------------------------
+
+    def _files(self) -> None:
+        self.checks.begin("files")
+        self.common.reads_staged_case()
+        self.common.reads_staged_proposals()
+        self.common.input_write_refused()
+        self.common.hidden_files_refused()
+        self.common.writer_file_read_back()
+
+    # --- credentials --------------------------------------------------------------------------
+
+    def _credentials(self) -> None:
+        checks, layer = self.checks, self.layer
+        checks.begin("credentials")
+        real = self.run.supplier.key_file.read_bytes().strip()
+        real_digest = layer.credential_digest(real)
+        del real
+        seen: dict[Role, str] = {}
+        for role in ("reader", "writer"):
+            measured = layer.run_tool(role, "credential-digest").data
+            checks.require(
+                measured.get("present") is True and measured.get("non_empty") is True,
+                f"the {role} holds a supplier credential: SUPPLIER_API_KEY is set and not empty",
+                detail=f"present {measured.get('present')}, non-empty {measured.get('non_empty')}",
+            )
+            digest = str(measured["digest"])
+            issued = layer.credential_digest(layer.proxies.placeholder(role))
+            checks.require(
+                digest == issued and digest != real_digest,
+                f"the {role}'s credential is the placeholder its own proxy issued, not the real "
+                "supplier key (PBKDF2-HMAC-SHA256 under a per-run key, compared in memory, "
+                "nothing kept)",
+                detail=(
+                    "it is the real supplier key"
+                    if digest == real_digest
+                    else "it is not the placeholder the proxy issued"
+                ),
+            )
+            seen[role] = digest
+        checks.require(
+            seen["reader"] != seen["writer"],
+            "the reader and the writer hold different placeholders: each online role has its "
+            "own proxy",
+            detail="both roles hold the same placeholder",
+        )
+        seen.clear()
+        del real_digest
+
+    # --- network ------------------------------------------------------------------------------
+
+    def _connect_with_control(self, role: Role, host: str, port: int, what: str) -> None:
+        checks, uid = self.checks, self.run.tool.uid
+        control = self.layer.run_unconfined("tcp-connect", host, str(port))
+        checks.require(
+            control.ok,
+            f"control: an unconfined process at the tool's uid {uid} connects to {what} at "
+            f"{host}:{port}",
+            detail=f"the connect {control.observed}",
+        )
+        confined = self.layer.run_tool(role, "tcp-connect", host, str(port))
+        checks.require(
+            confined.refused_with(Errno.EACCES),
+            f"the {role} cannot connect to {what} at {host}:{port} directly: Landlock answers "
+            f"{Errno.EACCES}",
+            detail=f"observed {confined.observed}",
+        )
+
+    def _network(self) -> None:
+        checks, layer, run = self.checks, self.layer, self.run
+        checks.begin("network")
+        host, port = run.aws_endpoint
+        self._connect_with_control("reader", host, port, "the controller's AWS endpoint")
+        online = layer.run_tool("reader", "socket-inet")
+        checks.require(
+            online.ok,
+            "control: the online reader creates an Internet socket: socket(AF_INET, "
+            "SOCK_STREAM), no connect",
+            detail=f"socket() {online.observed}",
+        )
+        offline = layer.run_tool("evaluator", "socket-inet")
+        checks.require(
+            offline.refused_with(Errno.EPERM),
+            "the offline evaluator cannot create an Internet socket: the same socket() call "
+            f"fails with {Errno.EPERM}",
+            detail=f"observed {offline.observed}",
+        )
+        self._connect_with_control(
+            "reader", run.supplier.address, run.supplier.port, "the supplier API"
+        )

@@ -1,0 +1,35 @@
+"""What the nono checks need from the nono layer, so that they need not import it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from app.core.roles import Role
+from app.tools.layer import ToolRunner
+from app.tools.nono.policy import ProfileValues, Widening
+from app.tools.nono.proxy import RoleProxies
+
+
+class NonoRunner(ToolRunner, Protocol):
+    """A nono layer as its checks see it (implemented by NonoLayer)."""
+
+    @property
+    def proxies(self) -> RoleProxies: ...
+
+    @property
+    def values(self) -> ProfileValues: ...
+
+    @property
+    def widening(self) -> Widening: ...
+
+    @property
+    def committed_dir(self) -> Path: ...
+
+    def profile_path(self, role: Role) -> Path: ...
+
+    def live_profile(self, role: Role) -> dict[str, Any]: ...
+
+    def next_request_id(self, role: Role) -> str: ...
+
+    def credential_digest(self, secret: bytes) -> str: ...
