@@ -11,6 +11,9 @@ import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from app.controller.guest import read_guest
+from app.controller.nitro_compare import Verdict
+from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError
@@ -46,6 +49,26 @@ def _parser() -> argparse.ArgumentParser:
         "--out",
         type=Path,
         help="copy the report files here (a new directory; default: runs/<layer>/<run id>)",
+    )
+    evidence = commands.add_parser(
+        "nitro-evidence",
+        help="after `pulumi up`: the analyst pod's guest readings beside an ordinary pod's on the "
+        "same node, and whether the analyst ran on a kernel of its own",
+        description="Reads, through the Kubernetes API, the guest readings (kernel build, "
+        "uptime, block devices, product name) that a layer's analyst Job pod and the ordinary "
+        "comparison pod on its node printed, and the node's age; prints them side by side with "
+        "a verdict. Exits 1 when the readings are the node's own or inconclusive.",
+    )
+    evidence.add_argument("--layer", choices=[layer.value for layer in Layer], required=True)
+    evidence.add_argument(
+        "--namespace", required=True, help="the stack's namespace: pulumi stack output namespace"
+    )
+    evidence.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
+    evidence.add_argument("--context", help="a kubeconfig context other than the current one")
+    commands.add_parser(
+        "guest-readings",
+        help="print this machine's guest readings as one GUEST_READINGS= line (the comparison "
+        "pod's command)",
     )
     demo = commands.add_parser("demo", help="run the case under both layers, then a summary")
     _common(demo)
@@ -117,8 +140,23 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
     return outcome
 
 
+def _nitro_evidence(args: argparse.Namespace) -> int:
+    request = Request(args.namespace, Layer(args.layer), args.kubeconfig, args.context)
+    try:
+        text, verdict = nitro_evidence(request)
+    except AnalystError as error:
+        _fatal(error)
+    print(text, end="")
+    return 0 if verdict is Verdict.ISOLATED else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command == "guest-readings":
+        print(read_guest().line())
+        return 0
+    if args.command == "nitro-evidence":
+        return _nitro_evidence(args)
     if args.command == "run":
         _run_one(Layer(args.layer), args, args.out)
         return 0

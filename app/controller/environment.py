@@ -87,6 +87,7 @@ class RunMode(ABC):
     """Local or cluster: where the run's files go and where its services come from."""
 
     name: str
+    in_cluster: bool
     default_base: Path
     # Where report files are copied when --out is not given.
     default_out_parent: Path
@@ -100,6 +101,7 @@ class RunMode(ABC):
 
 class LocalMode(RunMode):
     name = "local"
+    in_cluster = False
     default_base = DEFAULT_LOCAL_BASE
     default_out_parent = Path("runs")
 
@@ -135,6 +137,7 @@ class LocalMode(RunMode):
 
 class ClusterMode(RunMode):
     name = "cluster"
+    in_cluster = True
     default_base = CLUSTER_BASE
     # The image's filesystem is read-only in the nono Job; the run's volume is not, and the
     # report's lasting copy is the store's anyway.

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from app.controller.environment import RunMode, Services, mode_from_environment
+from app.controller.guest import read_guest
 from app.controller.layers import LayerFactory, shipped_layer
 from app.controller.phases.business import business
 from app.controller.phases.correlation import correlation
@@ -101,6 +102,7 @@ def prepared_run(options: RunOptions, stream: TextIO | None = None) -> Iterator[
             aws_endpoint=services.aws_endpoint,
             checks=CheckLog(stream=stream or sys.stdout),
             evidence=Evidence(),
+            in_cluster=mode.in_cluster,
         )
         yield PreparedRun(run, services, client, folder, mode)
 
@@ -117,6 +119,9 @@ def run_case(
     with prepared_run(options, stream) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
         print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
+        guest = read_guest()
+        print(guest.line(), file=run.checks.stream, flush=True)
+        run.evidence.record("guest", guest.as_json())
         layer.preflight()
         layer_checks = layer.checks()
 

@@ -24,6 +24,13 @@ SUPPLIER_CA_FILE: Final = "SUPPLIER_CA_FILE"
 POD_IDENTITY_URI: Final = "AWS_CONTAINER_CREDENTIALS_FULL_URI"
 POD_IDENTITY_TOKEN_FILE: Final = "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"
 
+# Labels the stack's pods carry: the component (app.kubernetes.io/name) and, for an analyst
+# Job's pod and the ordinary pod compared with it, the layer.
+COMPONENT_LABEL: Final = "app.kubernetes.io/name"
+LAYER_LABEL: Final = "procurement-analyst/layer"
+ANALYST_COMPONENT: Final = "analyst"
+COMPARISON_COMPONENT: Final = "ordinary-comparison"
+
 # The value of ANALYST_MODE that selects S3, Bedrock and the in-cluster supplier API.
 CLUSTER_MODE: Final = "cluster"
 

@@ -43,6 +43,9 @@ class Run:
     aws_endpoint: HostPort
     checks: CheckLog
     evidence: Evidence
+    # In the analyst Job's pod (ANALYST_MODE=cluster), not on a local machine: the checks that
+    # only a cluster run can make FAIL rather than SKIP when what they read is missing.
+    in_cluster: bool = False
 
     @property
     def report_prefix(self) -> str:

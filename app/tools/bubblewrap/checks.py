@@ -12,6 +12,7 @@ from app.core.run import Run
 from app.tools.bubblewrap.network_checks import check_network
 from app.tools.bubblewrap.policy import INPUT_MOUNT
 from app.tools.bubblewrap.process_checks import ProcessChecks
+from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
 from app.tools.layer import LayerChecks
@@ -31,6 +32,7 @@ class BubblewrapChecks(LayerChecks):
 
     def process(self) -> None:
         self.checks.begin("layer")
+        check_provenance(self.run, self.layer.readings)
         self.processes.what_the_tool_got()
         self._record()
 
