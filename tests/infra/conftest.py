@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from stack_run import StackRun, run_stack
+
+from tests.support.stack_run import StackRun, run_stack
 
 
 @pytest.fixture(scope="session")

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from stack_run import SECRET, StackRun
-
 from infra.components.pki import supplier_dns_names
+from tests.support.stack_run import SECRET, StackRun
 
 
 def test_the_server_certificate_covers_both_services_short_and_long(
