@@ -38,9 +38,9 @@ manifests: $(READY)
 lint: $(READY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m mypy
 	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
 	$(VENV)/bin/zizmor --offline .github/workflows
+	$(PY) -m mypy
 
 clean:
 	rm -rf build runs .pytest_cache
