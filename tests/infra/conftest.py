@@ -1,4 +1,4 @@
-"""Fixtures for the infrastructure tests: offline runs of the program under recording mocks."""
+"""Fixtures for the infrastructure tests: runs of the program under the recording mock engine."""
 
 from __future__ import annotations
 

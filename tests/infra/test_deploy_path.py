@@ -4,6 +4,7 @@ and every combination of modes in preview."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from typing import Any
@@ -15,6 +16,7 @@ from infra.cluster_checks import ClusterFacts, ClusterNotReady, require_ready_cl
 from infra.manifests import supplier_config_checksum
 from infra.naming import ecr_repository_name, job_name, stack_slug
 from infra.pod_specs import JOB_DEADLINE_SECONDS
+from tests.support.engine import SUPPLIER_KEY
 from tests.support.stack_run import (
     CREATE_MODE,
     CREATE_WORLD,
@@ -266,7 +268,7 @@ def test_the_supplier_template_carries_a_checksum_of_what_it_mounts(
 ) -> None:
     deployment = default_stack.one("kubernetes:apps/v1:Deployment")
     annotations = deployment["inputs"]["spec"]["template"]["metadata"]["annotations"]
-    key_digest = __import__("hashlib").sha256(b"mock-supplier-key").hexdigest()
+    key_digest = hashlib.sha256(SUPPLIER_KEY.encode()).hexdigest()
     expected = supplier_config_checksum(
         cert_pem="mock certificate of pki-server",
         ca_pem="mock certificate of pki-ca",
@@ -275,7 +277,7 @@ def test_the_supplier_template_carries_a_checksum_of_what_it_mounts(
     assert annotations == {"procurement-analyst/supplier-config-sha256": expected}, (
         f"{deployment['urn']} does not restart when its certificate, CA or key changes"
     )
-    assert "mock-supplier-key" not in json.dumps(deployment["inputs"])
+    assert SUPPLIER_KEY not in json.dumps(deployment["inputs"])
 
 
 def test_the_checksum_follows_each_input() -> None:

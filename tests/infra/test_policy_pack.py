@@ -21,10 +21,8 @@ from pulumi_policy import (
 )
 
 from policies.pack import analyst_guard
+from tests.support.engine import SUPPLIER_KEY
 from tests.support.stack_run import CREATE_MODE, CREATE_WORLD, StackRun, run_stack
-
-# The mocks' supplier key (tests/support/engine.py): the value a leak would show.
-SUPPLIER_KEY = "mock-supplier-key"
 
 Resource = dict[str, Any]
 

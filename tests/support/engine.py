@@ -36,6 +36,10 @@ SECRET_MARKER = {"__secret__": True}
 ACCOUNT_ID = "123456789012"
 CLUSTER_CA = base64.b64encode(b"mock cluster CA").decode()
 DIGEST = "sha256:" + "0" * 64
+# The secret values the mocks hand out, so tests can look for them where they must not be.
+SUPPLIER_KEY = "mock-supplier-key"
+PRIVATE_KEY_PREFIX = "mock private key of"
+REGISTRY_TOKEN = "mock-registry-token"
 
 
 @dataclass(frozen=True)
@@ -202,7 +206,7 @@ class ProgramMocks(pulumi.runtime.Mocks):
             case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
                 state |= {"associationId": "a-mock0000000000000"}
             case "tls:index/privateKey:PrivateKey":
-                state |= {"privateKeyPem": f"mock private key of {name}", "publicKeyPem": "pk"}
+                state |= {"privateKeyPem": f"{PRIVATE_KEY_PREFIX} {name}", "publicKeyPem": "pk"}
             case (
                 "tls:index/selfSignedCert:SelfSignedCert"
                 | "tls:index/locallySignedCert:LocallySignedCert"
@@ -211,7 +215,7 @@ class ProgramMocks(pulumi.runtime.Mocks):
             case "tls:index/certRequest:CertRequest":
                 state |= {"certRequestPem": f"mock request of {name}"}
             case "random:index/randomPassword:RandomPassword":
-                state |= {"result": "mock-supplier-key"}
+                state |= {"result": SUPPLIER_KEY}
         return f"{name}-id", state
 
     def call(
@@ -276,7 +280,7 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 return {
                     "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com",
                     "userName": "AWS",
-                    "password": "mock-registry-token",
+                    "password": REGISTRY_TOKEN,
                     "authorizationToken": "mock",
                     "expiresAt": "2026-01-01T12:00:00Z",
                     "id": self.region,
