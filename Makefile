@@ -32,12 +32,14 @@ policies-check: $(READY)
 
 ## manifests: every Kubernetes object the Pulumi program creates, one YAML file each
 manifests: $(READY)
-	$(PY) infra/render_manifests.py --out build/manifests
+	$(PY) -m infra.render_manifests --out build/manifests
 
-## lint: ruff, and strict mypy over app/, infra/ and bench/
+## lint: ruff, strict mypy (app/, infra/, bench/, tests/support/, policies/pack/), and the workflows
 lint: $(READY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
+	$(VENV)/bin/check-jsonschema --builtin-schema vendor.github-workflows .github/workflows/*.yml
+	$(VENV)/bin/zizmor --offline .github/workflows
 	$(PY) -m mypy
 
 clean:

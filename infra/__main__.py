@@ -1,17 +1,22 @@
-"""The stack: reads the typed config and wires the components; every resource lives in them."""
+"""The stack: reads the typed config, makes the explicit providers, and wires the components."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-# The program imports the shared IAM policy renderer from app/ and its own package, infra/,
-# both from the repository root, whichever directory Pulumi runs it from.
+# NOTE: Pulumi's Python host runs `main: infra/` as a script directory (runpy), which puts
+# infra/ itself, not the repository root, on sys.path. The program's modules import each other
+# as the package `infra` and import the shared contracts from `app.core`, both at the root.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_docker_build as docker_build
+import pulumi_random as random
+import pulumi_tls as tls
 
+from infra.commands import kubeconfig_command, logs_command, reports_command
 from infra.components.cluster import ClusterAccess
 from infra.components.identity import AnalystIdentity
 from infra.components.images import Images
@@ -19,17 +24,28 @@ from infra.components.jobs import AnalystJobs
 from infra.components.pki import SupplierSecrets
 from infra.components.storage import CaseStore
 from infra.components.supplier import SupplierApi
-from infra.components.workspace import ANALYST_SERVICE_ACCOUNT, Workspace
+from infra.components.workspace import Workspace
 from infra.config import load_config
+from infra.manifests import ANALYST_SERVICE_ACCOUNT
 
 config = load_config()
 
-# Every AWS resource and lookup uses this provider, so the Region is the stack's typed setting
-# and never an ambient default.
-aws_provider = aws.Provider("aws", region=config.region)
+# Every resource and lookup names its provider (Pulumi.yaml disables the defaults). The AWS
+# provider acts as the same identity as the Kubernetes provider's token command.
+aws_provider = aws.Provider(
+    "aws",
+    region=config.region,
+    profile=config.aws_profile or None,
+    assume_roles=[aws.ProviderAssumeRoleArgs(role_arn=config.aws_role_arn)]
+    if config.aws_role_arn
+    else None,
+)
+docker_provider = docker_build.Provider("docker-build")
+tls_provider = tls.Provider("tls")
+random_provider = random.Provider("random")
 
 cluster = ClusterAccess("cluster", config, aws_provider)
-images = Images("images", config, aws_provider)
+images = Images("images", config, aws_provider, docker_provider)
 store = CaseStore("store", config, aws_provider)
 identity = AnalystIdentity(
     "identity",
@@ -37,6 +53,7 @@ identity = AnalystIdentity(
     aws_provider,
     bucket_name=store.bucket_name,
     cluster_name=cluster.cluster_name,
+    cluster_arn=cluster.cluster_arn,
     service_account=ANALYST_SERVICE_ACCOUNT,
 )
 # Workloads are created only after the RuntimeClass read succeeded.
@@ -44,36 +61,58 @@ workspace = Workspace(
     "workspace",
     config.namespace,
     cluster.provider,
-    depends_on=[cluster.runtime_class],
+    opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
 )
-secrets = SupplierSecrets("pki", workspace.namespace, cluster.provider)
+secrets = SupplierSecrets(
+    "pki",
+    config.namespace,
+    kubernetes=cluster.provider,
+    tls_provider=tls_provider,
+    random_provider=random_provider,
+    opts=pulumi.ResourceOptions(depends_on=[workspace]),
+)
 supplier = SupplierApi(
     "supplier",
-    namespace=workspace.namespace,
-    namespace_name=config.namespace,
+    config.namespace,
     image=images.supplier_image,
     case_id=config.case_id,
+    config_checksum=secrets.config_checksum,
     provider=cluster.provider,
-    depends_on=[secrets],
+    opts=pulumi.ResourceOptions(depends_on=[workspace, secrets]),
 )
+# The supplier API must be serving, and the Pod Identity association must exist before the pod
+# is admitted, or the pod starts without AWS credentials.
 jobs = AnalystJobs(
     "analyst",
     config,
-    namespace=workspace.namespace,
-    service_account=workspace.service_account,
     image=images.analyst_image,
     bucket_name=store.bucket_name,
     role_name=identity.role_name,
     provider=cluster.provider,
-    depends_on=[supplier, identity, secrets, cluster.runtime_class],
+    opts=pulumi.ResourceOptions(
+        depends_on=[workspace, secrets, supplier, identity, *cluster.workload_gate]
+    ),
 )
 
+pulumi.export("clusterName", cluster.cluster_name)
 pulumi.export("namespace", workspace.namespace)
 pulumi.export("bucket", store.bucket_name)
 pulumi.export(
     "reportPrefix", pulumi.Output.concat("s3://", store.bucket_name, "/", store.report_prefix)
 )
 pulumi.export("jobNames", jobs.job_names)
+pulumi.export("kubeconfigCommand", kubeconfig_command(config))
+pulumi.export(
+    "logsCommands",
+    {
+        layer: job_name.apply(lambda job: logs_command(job, config.namespace))
+        for layer, job_name in jobs.job_names.items()
+    },
+)
+pulumi.export(
+    "reportsCommand",
+    store.bucket_name.apply(lambda bucket: reports_command(config, bucket, store.report_prefix)),
+)
 pulumi.export("analystImage", images.analyst_image)
 pulumi.export("supplierImage", images.supplier_image)
 pulumi.export("ecrRepositories", images.repository_urls)

@@ -1,8 +1,7 @@
-"""Computes the image tag from the build context's contents, so a tag names exactly one build.
+"""Computes a digest of what goes into an image, recorded on the image as a label.
 
-ECR repositories here have immutable tags: a tag must change whenever what goes into the
-image changes, and must stay the same when nothing did, so an unchanged stack neither
-rebuilds nor tries to overwrite a tag.
+Images are pushed by digest, without a tag (infra/components/images.py), so this is never a
+registry name: it lets a reader match an image in ECR to the source it was built from.
 """
 
 from __future__ import annotations
@@ -32,12 +31,12 @@ def context_files(root: Path, dockerfile: str) -> list[Path]:
     return sorted(files)
 
 
-def content_tag(root: Path, files: Iterable[Path]) -> str:
-    """`src-` and 16 hex digits of a digest over each file's relative path and bytes."""
+def source_digest(root: Path, files: Iterable[Path]) -> str:
+    """SHA-256 over each file's relative path and bytes, in order, as 64 hex digits."""
     digest = hashlib.sha256()
     for path in files:
         digest.update(path.relative_to(root).as_posix().encode())
         digest.update(b"\0")
         digest.update(path.read_bytes())
         digest.update(b"\0")
-    return f"src-{digest.hexdigest()[:16]}"
+    return digest.hexdigest()

@@ -6,16 +6,18 @@ so the CLI shows it, and a test fails when the two disagree.
 
 from __future__ import annotations
 
-import json
 import re
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic_core import ErrorDetails
 
 from app.core.ids import ID_PATTERN, is_valid_id
 from app.core.roles import Layer
+
+from .cluster_checks import MIN_KUBERNETES
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = REPO_ROOT / "cases"
@@ -23,15 +25,20 @@ CASES_DIR = REPO_ROOT / "cases"
 # The project name from Pulumi.yaml: config keys live in this namespace.
 PROJECT = "procurement-analyst"
 
-# The lowest Kubernetes minor version whose EKS Auto Mode clusters offer the isolated-sandbox
-# RuntimeClass the analyst's pods require.
-MIN_KUBERNETES = (1, 36)
 
-# A DNS-1123 label, short enough that `analyst-<layer>-<trigger>` stays a valid Job name.
+# A DNS-1123 label, short enough that `analyst-<layer>-<trigger>-<spec hash>` stays a valid Job
+# name (at most 63 characters; see infra/naming.py).
 _RUN_TRIGGER = re.compile(r"^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$")
 _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 # Bedrock model and inference-profile ids, e.g. `global.anthropic.claude-sonnet-4-5-...-v1:0`.
 _MODEL_ID = re.compile(r"^[a-z0-9][a-z0-9.-]{2,126}(:[0-9]+)?$")
+# A named profile of the AWS CLI's config files, and an IAM role ARN in any partition.
+_AWS_PROFILE = re.compile(r"^[A-Za-z0-9_.@+=,-]{1,64}$")
+_ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/[A-Za-z0-9_+=,.@/-]{1,512}$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+# EKS needs subnets in at least two Availability Zones; two subnets is the least that can be.
+MIN_SUBNETS = 2
 
 
 class ClusterMode(StrEnum):
@@ -74,6 +81,10 @@ class StackConfig(BaseModel):
     bucket_on_destroy: BucketOnDestroy = Field(BucketOnDestroy.RETAIN, alias="bucketOnDestroy")
     bucket_versioning: bool = Field(True, alias="bucketVersioning")
     run_trigger: str = Field("1", alias="runTrigger")
+    aws_profile: str = Field("", alias="awsProfile")
+    aws_role_arn: str = Field("", alias="awsRoleArn")
+    vpc_id: str = Field("", alias="vpcId")
+    subnet_ids: tuple[str, ...] = Field((), alias="subnetIds")
 
     @field_validator("region")
     @classmethod
@@ -134,6 +145,50 @@ class StackConfig(BaseModel):
             raise ValueError(f"must match {_RUN_TRIGGER.pattern}: it becomes part of the Job name")
         return value
 
+    @field_validator("aws_profile")
+    @classmethod
+    def _aws_profile(cls, value: str) -> str:
+        if value and not _AWS_PROFILE.fullmatch(value):
+            raise ValueError(f"must be an AWS CLI profile name matching {_AWS_PROFILE.pattern}")
+        return value
+
+    @field_validator("aws_role_arn")
+    @classmethod
+    def _aws_role_arn(cls, value: str) -> str:
+        if value and not _ROLE_ARN.fullmatch(value):
+            raise ValueError("must be an IAM role ARN, arn:<partition>:iam::<account>:role/<name>")
+        return value
+
+    @field_validator("vpc_id")
+    @classmethod
+    def _vpc_id(cls, value: str) -> str:
+        if value and not _VPC_ID.fullmatch(value):
+            raise ValueError(f"must be a VPC id matching {_VPC_ID.pattern}")
+        return value
+
+    @field_validator("subnet_ids")
+    @classmethod
+    def _subnet_ids(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        bad = [subnet for subnet in value if not _SUBNET_ID.fullmatch(subnet)]
+        if bad:
+            raise ValueError(f"{', '.join(bad)} must match {_SUBNET_ID.pattern}")
+        if len(set(value)) != len(value):
+            raise ValueError("must name each subnet once")
+        return value
+
+    @model_validator(mode="after")
+    def _created_cluster_network(self) -> StackConfig:
+        # A created cluster goes into the network the stack names, never a default VPC.
+        if self.cluster_mode is ClusterMode.CREATE:
+            if not self.vpc_id:
+                raise ValueError("clusterMode create needs vpcId set to the cluster's VPC")
+            if len(self.subnet_ids) < MIN_SUBNETS:
+                raise ValueError(
+                    f"clusterMode create needs subnetIds: at least {MIN_SUBNETS} subnets of vpcId"
+                    " in different Availability Zones"
+                )
+        return self
+
     @model_validator(mode="after")
     def _prebuilt_images(self) -> StackConfig:
         if self.image_mode is ImageMode.PREBUILT:
@@ -156,7 +211,7 @@ class ConfigError(Exception):
     """A stack config value is invalid; the message names the key and what it accepts."""
 
 
-def _describe(error: dict[str, Any]) -> str:
+def _describe(error: ErrorDetails) -> str:
     loc = error["loc"]
     if not loc:
         # A cross-key rule (see _prebuilt_images): its message names the keys itself.
@@ -164,7 +219,7 @@ def _describe(error: dict[str, Any]) -> str:
     # Values arrive under their config keys (the aliases), so loc[0] is the key as set.
     key = str(loc[0]) + "".join(f"[{part}]" for part in loc[1:])
     if error["type"] == "enum":
-        message = f"allowed values are {error['ctx']['expected']}"
+        message = f"allowed values are {error.get('ctx', {}).get('expected')}"
     elif error["type"] == "extra_forbidden":
         message = f"unknown key; known keys are {', '.join(config_keys().values())}"
     else:
@@ -186,23 +241,22 @@ def config_keys() -> dict[str, str]:
     return {name: info.alias or name for name, info in StackConfig.model_fields.items()}
 
 
+# Keys declared `type: array` in Pulumi.yaml: the engine hands them to the program as JSON.
+LIST_FIELDS = frozenset({"layers", "subnet_ids"})
+
+
 def load_config() -> StackConfig:
-    """Read the stack's config through `pulumi.Config` and validate it."""
+    """Read the stack's config through `pulumi.Config` and validate it.
+
+    The engine has already checked each value against the type Pulumi.yaml declares (an array
+    key set as a plain string never gets here), so a list key arrives as a JSON array.
+    """
     import pulumi
 
     config = pulumi.Config(PROJECT)
     raw: dict[str, Any] = {}
     for field, key in config_keys().items():
-        value = config.get(key)
-        if value is None:
-            continue
-        raw[key] = _as_list(value) if field == "layers" else value
+        value = config.get_object(key) if field in LIST_FIELDS else config.get(key)
+        if value is not None:
+            raw[key] = value
     return parse_config(raw)
-
-
-def _as_list(value: str) -> Any:
-    """A list key set as YAML list (stored as JSON) or as `a,b` on the command line."""
-    try:
-        return json.loads(value)
-    except json.JSONDecodeError:
-        return [part.strip() for part in value.split(",") if part.strip()]

@@ -54,6 +54,13 @@ KEY_FILE_MODE = 0o440
 # controller removes them; the report stays in S3.
 JOB_TTL_SECONDS = 7 * 24 * 3600
 
+# `pulumi up` does not wait for a Job (skipAwait), so nothing else would notice a pod stuck
+# Pending (no sandbox capacity, an image that cannot be pulled) or a model call that hangs. A
+# local run takes seconds (`make bench`); in the cluster the sandbox VM, the image pull and one
+# Bedrock turn add minutes. Past this the Job fails with reason DeadlineExceeded and its pod is
+# stopped. https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup
+JOB_DEADLINE_SECONDS = 30 * 60
+
 # Tells the Jobs' pods apart: `kubectl get pods -l procurement-analyst/layer=nono`.
 LAYER_LABEL = "procurement-analyst/layer"
 
@@ -115,11 +122,6 @@ def analyst_command(layer: Layer, case_id: str) -> list[str]:
     ]
 
 
-def job_name(layer: Layer, run_trigger: str) -> str:
-    """The Job's name; a new trigger is a new name, so changing it replaces (re-runs) the Job."""
-    return f"analyst-{layer.value}-{run_trigger}"
-
-
 def labels(component: str) -> dict[str, str]:
     """The labels every object of one component carries."""
     return {
@@ -130,9 +132,10 @@ def labels(component: str) -> dict[str, str]:
 
 
 def job_spec(job: JobInputs) -> dict[str, Any]:
-    """The Job spec: one attempt, kept for JOB_TTL_SECONDS, pod per `analyst_pod_spec`."""
+    """The Job spec: one attempt, at most JOB_DEADLINE_SECONDS, kept for JOB_TTL_SECONDS."""
     return {
         "backoffLimit": 0,
+        "activeDeadlineSeconds": JOB_DEADLINE_SECONDS,
         "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
         "template": {
             "metadata": {"labels": {**labels("analyst"), LAYER_LABEL: job.layer.value}},

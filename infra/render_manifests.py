@@ -1,54 +1,105 @@
-"""Renders every Kubernetes object the program creates to YAML, one file per object.
+"""Renders every Kubernetes object a stack creates to YAML, one file per object.
 
-Runs the program offline (infra/offline.py) with a stack's config file and writes what it
-would apply, for review and schema validation. Secret values are never written: each
-`data`/`stringData` value of a Secret is "<redacted>".
+    python -m infra.render_manifests --out build/manifests [--stack dev] [--analyst-image REF] ...
 
-    python infra/render_manifests.py --out build/manifests [--stack dev]
+The objects come from the same pure builders the components create them from (infra/manifests.py)
+with a stack file's settings, so this needs no engine and no mocks. What only a deployment
+knows is a stated value: the images, the bucket and the role name default to placeholders and
+can be given (a local rehearsal passes its own), the CA is a placeholder, and a Secret's values
+are always "<redacted>". A Job's name carries the digest of its spec, so it follows these
+values: with the deployment's values it is the deployed name.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import yaml
 
-from infra.config import PROJECT, REPO_ROOT
-from infra.offline import run_program
+from app.core import cluster_env as env
+
+from .config import PROJECT, REPO_ROOT, StackConfig, parse_config
+from .manifests import (
+    ANALYST_SERVICE_ACCOUNT,
+    analyst_job,
+    analyst_service_account,
+    namespace_object,
+    supplier_ca_config_map,
+    supplier_config_checksum,
+    supplier_deployment,
+    supplier_key_secret,
+    supplier_services,
+    supplier_tls_secret,
+)
+from .pod_specs import JobInputs
 
 REDACTED = "<redacted>"
+CA_PLACEHOLDER = "<the stack's CA certificate>"
 
 
-def stack_config(stack: str) -> dict[str, Any]:
-    """The project's keys of `Pulumi.<stack>.yaml`, without the project prefix."""
-    document = (
-        yaml.safe_load((REPO_ROOT / f"Pulumi.{stack}.yaml").read_text(encoding="utf-8")) or {}
-    )
+@dataclass(frozen=True)
+class DeployValues:
+    """What the program learns only while deploying, as rendered here."""
+
+    analyst_image: str = "procurement-analyst/analyst:local"
+    supplier_image: str = "procurement-analyst/supplier-api:local"
+    bucket: str = "procurement-analyst-bucket"
+    role_name: str = "procurement-analyst-role"
+
+
+def stack_config(stack: str) -> StackConfig:
+    """The validated settings of `Pulumi.<stack>.yaml` (project keys only)."""
+    path = REPO_ROOT / f"Pulumi.{stack}.yaml"
+    document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     prefix = f"{PROJECT}:"
-    return {
+    raw = {
         key.removeprefix(prefix): value
         for key, value in (document.get("config") or {}).items()
         if key.startswith(prefix)
     }
+    return parse_config(raw)
 
 
-def kubernetes_objects(resources: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The objects the program creates (not the provider, not what it only reads), redacted."""
-    objects = []
-    for resource in resources:
-        if not resource["type"].startswith("kubernetes:") or resource["read"]:
-            continue
-        manifest = dict(resource["inputs"])
-        if manifest.get("kind") == "Secret":
-            for field in ("data", "stringData"):
-                if field in manifest:
-                    manifest[field] = {key: REDACTED for key in manifest[field]}
-        objects.append(_ordered(manifest))
+def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, Any]]:
+    """Every object the stack creates, in the order the program creates them."""
+    namespace = config.namespace
+    objects = [
+        namespace_object(namespace),
+        analyst_service_account(namespace),
+        supplier_key_secret(namespace, REDACTED),
+        supplier_tls_secret(namespace, REDACTED, REDACTED),
+        supplier_ca_config_map(namespace, CA_PLACEHOLDER),
+        supplier_deployment(
+            namespace,
+            image=values.supplier_image,
+            case_id=config.case_id,
+            config_checksum=supplier_config_checksum(
+                cert_pem=REDACTED, ca_pem=CA_PLACEHOLDER, key_digest=REDACTED
+            ),
+        ),
+        *supplier_services(namespace),
+    ]
+    objects += [
+        analyst_job(
+            JobInputs(
+                layer=layer,
+                image=values.analyst_image,
+                namespace=namespace,
+                case_id=config.case_id,
+                bucket=values.bucket,
+                region=config.region,
+                model_id=config.model_id,
+                role_name=values.role_name,
+                service_account=ANALYST_SERVICE_ACCOUNT,
+            ),
+            config.run_trigger,
+        )
+        for layer in config.layers
+    ]
     return objects
 
 
@@ -74,26 +125,37 @@ def file_name(manifest: dict[str, Any]) -> str:
     return f"{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
 
 
-def render(out: Path, stack: str) -> list[Path]:
+def render(out: Path, stack: str, values: DeployValues) -> list[Path]:
     """Write the stack's manifests to `out`, replacing any rendered there before."""
-    result = run_program(stack_config(stack), stack)
+    objects = stack_objects(stack_config(stack), values)
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.yaml"):
         stale.unlink()
     written = []
-    for manifest in kubernetes_objects(result["resources"]):
+    for manifest in objects:
         path = out / file_name(manifest)
-        path.write_text(yaml.safe_dump(manifest, sort_keys=False), encoding="utf-8")
+        path.write_text(yaml.safe_dump(_ordered(manifest), sort_keys=False), encoding="utf-8")
         written.append(path)
     return written
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "manifests")
     parser.add_argument("--stack", default="dev", help="reads Pulumi.<stack>.yaml (default: dev)")
+    defaults = DeployValues()
+    parser.add_argument("--analyst-image", default=defaults.analyst_image)
+    parser.add_argument("--supplier-image", default=defaults.supplier_image)
+    parser.add_argument("--bucket", default=defaults.bucket, help=f"the {env.BUCKET} of the Jobs")
+    parser.add_argument("--role-name", default=defaults.role_name)
     options = parser.parse_args(argv)
-    for path in render(options.out, options.stack):
+    values = DeployValues(
+        analyst_image=options.analyst_image,
+        supplier_image=options.supplier_image,
+        bucket=options.bucket,
+        role_name=options.role_name,
+    )
+    for path in render(options.out, options.stack, values):
         print(path)
     return 0
 

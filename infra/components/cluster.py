@@ -1,4 +1,4 @@
-"""Cluster access: the EKS cluster (found or created), the explicit Kubernetes provider, and the
+"""Cluster access: the EKS cluster (checked, or created), the explicit Kubernetes provider, and the
 required isolated-sandbox RuntimeClass."""
 
 from __future__ import annotations
@@ -7,21 +7,38 @@ import json
 
 import pulumi
 import pulumi_aws as aws
-import pulumi_eks as eks
 import pulumi_kubernetes as k8s
 
+from ..cluster_checks import (
+    POD_IDENTITY_AGENT,
+    ClusterFacts,
+    SubnetFacts,
+    require_ready_cluster,
+    require_usable_subnets,
+)
 from ..config import ClusterMode, StackConfig
 from ..kubeconfig import exec_kubeconfig
 from ..pod_specs import SANDBOX_RUNTIME_CLASS
+from .auto_mode_cluster import AutoModeCluster
 
 
 class ClusterAccess(pulumi.ComponentResource):
-    """Connects the stack to its cluster and proves the sandbox RuntimeClass is there."""
+    """Connects the stack to its cluster and proves the sandbox RuntimeClass is there.
+
+    Existing cluster: before anything is created, EKS is asked for the cluster's version and
+    whether it can give pods an identity (Auto Mode, or the Pod Identity agent add-on); the
+    RuntimeClass is read in preview and in `up`, since the provider is known from the lookup.
+
+    Created cluster: the provider is unknown until the cluster exists, so a preview cannot read
+    the RuntimeClass; it says so in a warning instead of skipping silently. `up` reads it once
+    the cluster and the deployer's access exist, before any workload.
+    """
 
     cluster_name: pulumi.Output[str]
-    endpoint: pulumi.Output[str]
+    cluster_arn: pulumi.Output[str]
     provider: k8s.Provider
-    runtime_class: k8s.node.v1.RuntimeClass
+    runtime_class: k8s.node.v1.RuntimeClass | None
+    workload_gate: list[pulumi.Resource]
 
     def __init__(
         self,
@@ -33,48 +50,119 @@ class ClusterAccess(pulumi.ComponentResource):
         super().__init__("analyst:cluster:ClusterAccess", name, None, opts)
         self._config = config
         self._aws = aws_provider
-        created = self._create_cluster(name) if config.cluster_mode is ClusterMode.CREATE else None
-        found = self._look_up_cluster(created)
-        self.cluster_name = found.name
-        self.endpoint = found.endpoint
-        self.provider = self._create_provider(name, found)
-        self.runtime_class = self._require_runtime_class()
-        self.register_outputs({"cluster_name": self.cluster_name, "endpoint": self.endpoint})
+        self._invoke = pulumi.InvokeOptions(parent=self, provider=aws_provider)
+        if config.cluster_mode is ClusterMode.EXISTING:
+            self._use_existing(name)
+        else:
+            self._create(name)
+        self.register_outputs({"cluster_name": self.cluster_name, "cluster_arn": self.cluster_arn})
 
-    def _create_cluster(self, name: str) -> eks.Cluster:
-        # EKS Auto Mode runs the nodes, networking and the Pod Identity agent, and API
-        # authentication mode uses access entries rather than the aws-auth ConfigMap.
-        return eks.Cluster(
-            f"{name}-eks",
-            name=self._config.cluster_name,
-            version=self._config.kubernetes_version,
-            authentication_mode=eks.AuthenticationMode.API,
-            auto_mode=eks.AutoModeOptionsArgs(enabled=True),
-            opts=pulumi.ResourceOptions(parent=self, providers={"aws": self._aws}),
+    def _use_existing(self, name: str) -> None:
+        found = aws.eks.get_cluster(name=self._config.cluster_name, opts=self._invoke)
+        auto_mode = any(compute.enabled for compute in found.compute_configs)
+        require_ready_cluster(
+            ClusterFacts(
+                name=found.name,
+                region=self._config.region,
+                version=found.version,
+                auto_mode=auto_mode,
+                # Auto Mode has the agent built in; only another cluster needs the add-on.
+                pod_identity_agent=auto_mode or self._has_pod_identity_agent(),
+            )
         )
+        self.cluster_name = pulumi.Output.from_input(found.name)
+        self.cluster_arn = pulumi.Output.from_input(found.arn)
+        self.provider = self._create_provider(
+            name,
+            cluster_name=self.cluster_name,
+            endpoint=pulumi.Output.from_input(found.endpoint),
+            ca_data=pulumi.Output.from_input(found.certificate_authorities[0].data),
+            depends_on=[],
+        )
+        self.runtime_class = self._require_runtime_class()
+        self.workload_gate = [self.runtime_class]
 
-    def _look_up_cluster(
-        self, created: eks.Cluster | None
-    ) -> pulumi.Output[aws.eks.GetClusterResult]:
-        # One path for both modes: a created cluster is read back by name once it exists, so
-        # the provider is built from the same fields whichever mode made the cluster.
-        return aws.eks.get_cluster_output(
-            name=self._config.cluster_name,
-            opts=pulumi.InvokeOutputOptions(
-                parent=self, provider=self._aws, depends_on=[created] if created else None
-            ),
+    def _has_pod_identity_agent(self) -> bool:
+        try:
+            aws.eks.get_addon(
+                addon_name=POD_IDENTITY_AGENT,
+                cluster_name=self._config.cluster_name,
+                opts=self._invoke,
+            )
+        except Exception as exc:
+            # EKS answers ResourceNotFoundException for a missing add-on; whatever it said is
+            # logged, and the readiness check names the fix.
+            pulumi.log.info(f"{POD_IDENTITY_AGENT} add-on not found: {exc}", resource=self)
+            return False
+        return True
+
+    def _create(self, name: str) -> None:
+        self._check_subnets()
+        created = AutoModeCluster(
+            f"{name}-auto-mode",
+            self._config,
+            self._aws,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.cluster_name = created.cluster_name
+        self.cluster_arn = created.cluster_arn
+        # The provider connects as the deployer, so it waits for the deployer's access entry.
+        self.provider = self._create_provider(
+            name,
+            cluster_name=created.cluster_name,
+            endpoint=created.endpoint,
+            ca_data=created.ca_data,
+            depends_on=[created.admin_access],
+        )
+        if pulumi.runtime.is_dry_run():
+            pulumi.log.warn(
+                f"the {SANDBOX_RUNTIME_CLASS} RuntimeClass of the cluster this stack creates is"
+                " not read in a preview (the cluster does not exist yet); `pulumi up` reads it"
+                " before any workload and stops if it is missing",
+                resource=self,
+            )
+            self.runtime_class = None
+            self.workload_gate = [created]
+        else:
+            self.runtime_class = self._require_runtime_class()
+            self.workload_gate = [self.runtime_class]
+
+    def _check_subnets(self) -> None:
+        subnets = [
+            aws.ec2.get_subnet(id=subnet_id, opts=self._invoke)
+            for subnet_id in self._config.subnet_ids
+        ]
+        require_usable_subnets(
+            self._config.vpc_id,
+            [
+                SubnetFacts(
+                    subnet_id=subnet.id,
+                    vpc_id=subnet.vpc_id,
+                    availability_zone=subnet.availability_zone,
+                )
+                for subnet in subnets
+            ],
         )
 
     def _create_provider(
-        self, name: str, found: pulumi.Output[aws.eks.GetClusterResult]
+        self,
+        name: str,
+        *,
+        cluster_name: pulumi.Output[str],
+        endpoint: pulumi.Output[str],
+        ca_data: pulumi.Output[str],
+        depends_on: list[pulumi.Resource],
     ) -> k8s.Provider:
-        kubeconfig = found.apply(
-            lambda cluster: json.dumps(
+        config = self._config
+        kubeconfig = pulumi.Output.all(cluster_name, endpoint, ca_data).apply(
+            lambda values: json.dumps(
                 exec_kubeconfig(
-                    cluster_name=cluster.name,
-                    endpoint=cluster.endpoint,
-                    ca_data=cluster.certificate_authorities[0].data,
-                    region=self._config.region,
+                    cluster_name=values[0],
+                    endpoint=values[1],
+                    ca_data=values[2],
+                    region=config.region,
+                    profile=config.aws_profile,
+                    role_arn=config.aws_role_arn,
                 )
             )
         )
@@ -83,8 +171,8 @@ class ClusterAccess(pulumi.ComponentResource):
             kubeconfig=kubeconfig,
             # Only a change of cluster replaces the provider (and so every object it made);
             # a refreshed endpoint, CA or token command is an in-place update.
-            cluster_identifier=found.arn,
-            opts=pulumi.ResourceOptions(parent=self),
+            cluster_identifier=self.cluster_arn,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
 
     def _require_runtime_class(self) -> k8s.node.v1.RuntimeClass:

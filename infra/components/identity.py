@@ -14,7 +14,7 @@ from ..config import StackConfig
 
 
 class AnalystIdentity(pulumi.ComponentResource):
-    """The AWS identity the analyst's pod gets through EKS Pod Identity."""
+    """The AWS identity the analyst's pod gets through EKS Pod Identity, and only that pod."""
 
     role_arn: pulumi.Output[str]
     role_name: pulumi.Output[str]
@@ -28,19 +28,48 @@ class AnalystIdentity(pulumi.ComponentResource):
         *,
         bucket_name: pulumi.Input[str],
         cluster_name: pulumi.Input[str],
+        cluster_arn: pulumi.Input[str],
         service_account: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:identity:AnalystIdentity", name, None, opts)
         self._opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
+        invoke = pulumi.InvokeOutputOptions(parent=self, provider=aws_provider)
+        # ARNs take the partition the provider's Region is in (aws, aws-cn, aws-us-gov, ...).
+        partition = aws.get_partition_output(opts=invoke).partition
+        account = aws.get_caller_identity_output(opts=invoke).account_id
+        trust = pulumi.Output.from_input(cluster_arn).apply(
+            lambda arn: json.dumps(
+                pod_identity_trust_policy(
+                    cluster_arn=arn, namespace=config.namespace, service_account=service_account
+                )
+            )
+        )
         role = aws.iam.Role(
             f"{name}-role",
-            assume_role_policy=json.dumps(pod_identity_trust_policy()),
+            assume_role_policy=trust,
             description=f"Procurement analyst ({pulumi.get_stack()}): its case, one model",
             opts=self._opts,
         )
-        self._attach_storage_policy(name, role, bucket_name, config.case_id)
-        self._attach_model_policy(name, role, config, aws_provider)
+        # The same renderer the local run evaluates against moto, so the policy tested there
+        # is the policy deployed here. It needs the concrete bucket name, hence the apply.
+        storage = pulumi.Output.all(bucket_name, partition).apply(
+            lambda values: json.dumps(
+                render_permissions_policy(values[0], config.case_id, partition=values[1])
+            )
+        )
+        aws.iam.RolePolicy(f"{name}-s3", role=role.id, policy=storage, opts=self._opts)
+        model = pulumi.Output.all(account, partition).apply(
+            lambda values: json.dumps(
+                bedrock_invoke_policy(
+                    model_id=config.model_id,
+                    region=config.region,
+                    account_id=values[0],
+                    partition=values[1],
+                )
+            )
+        )
+        aws.iam.RolePolicy(f"{name}-bedrock", role=role.id, policy=model, opts=self._opts)
         association = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=cluster_name,
@@ -59,31 +88,3 @@ class AnalystIdentity(pulumi.ComponentResource):
                 "association_id": self.association_id,
             }
         )
-
-    def _attach_storage_policy(
-        self, name: str, role: aws.iam.Role, bucket_name: pulumi.Input[str], case_id: str
-    ) -> None:
-        # The same renderer the local run evaluates against moto, so the policy tested there
-        # is the policy deployed here. It needs the concrete bucket name, hence the apply.
-        document = pulumi.Output.from_input(bucket_name).apply(
-            lambda bucket: json.dumps(render_permissions_policy(bucket, case_id))
-        )
-        aws.iam.RolePolicy(f"{name}-s3", role=role.id, policy=document, opts=self._opts)
-
-    def _attach_model_policy(
-        self, name: str, role: aws.iam.Role, config: StackConfig, aws_provider: aws.Provider
-    ) -> None:
-        invoke_opts = pulumi.InvokeOutputOptions(parent=self, provider=aws_provider)
-        account = aws.get_caller_identity_output(opts=invoke_opts)
-        partition = aws.get_partition_output(opts=invoke_opts)
-        document = pulumi.Output.all(account.account_id, partition.partition).apply(
-            lambda values: json.dumps(
-                bedrock_invoke_policy(
-                    model_id=config.model_id,
-                    region=config.region,
-                    account_id=values[0],
-                    partition=values[1],
-                )
-            )
-        )
-        aws.iam.RolePolicy(f"{name}-bedrock", role=role.id, policy=document, opts=self._opts)

@@ -1,4 +1,15 @@
-"""Images: the two ECR repositories and, in build mode, the analyst and supplier API images."""
+"""Images: the two ECR repositories and, in build mode, the analyst and supplier API images.
+
+Images are pushed by digest, with no tag. The repositories' tags are IMMUTABLE, and any tag the
+stack chose could collide with itself: docker-build rebuilds whenever its own context hash
+changes (it hashes file modes too, provider/internal/context.go) or when a refresh finds the
+pushed tag gone (Image.Read, provider/internal/image.go in pulumi-docker-build v0.0.22), and a
+rebuild that is not byte-identical gets a new digest that cannot take the old tag
+(ImageTagAlreadyExistsException). A push by digest has no tag to collide: each build adds one
+untagged image, and every pod runs `repository@sha256:<digest>`.
+Push by digest: BuildKit's image exporter (moby/buildkit#887); ECR accepts manifests pushed by
+digest, meant for IMMUTABLE repositories (awslabs/amazon-ecr-containerd-resolver#19).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +20,21 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
-from ..build_context import content_tag, context_files
+from ..build_context import context_files, source_digest
 from ..config import REPO_ROOT, ImageMode, StackConfig
+from ..naming import ecr_repository_name
 
 # The sandbox nodes are x86_64.
 PLATFORM = docker_build.Platform.LINUX_AMD64
 
 DOCKERFILES = {"analyst": "Dockerfile.analyst", "supplier-api": "Dockerfile.supplier-api"}
 
+# The label that ties an image to the files it was built from (infra/build_context.py).
+SOURCE_LABEL = "procurement-analyst.source-sha256"
+
 
 class Images(pulumi.ComponentResource):
-    """The analyst and supplier API image references the workloads run."""
+    """The analyst and supplier API image references the workloads run, pinned by digest."""
 
     analyst_image: pulumi.Output[str]
     supplier_image: pulumi.Output[str]
@@ -30,10 +45,12 @@ class Images(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         aws_provider: aws.Provider,
+        docker_provider: docker_build.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:images:Images", name, None, opts)
-        self._aws_opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
+        self._aws_provider = aws_provider
+        self._docker_provider = docker_provider
         # The repositories exist in both modes, so prebuilt images can be pushed to them by CI.
         repositories = {
             image: self._create_repository(name, image, pulumi.get_stack()) for image in DOCKERFILES
@@ -58,22 +75,21 @@ class Images(pulumi.ComponentResource):
     def _create_repository(self, name: str, image: str, stack: str) -> aws.ecr.Repository:
         return aws.ecr.Repository(
             f"{name}-{image}",
-            name=f"procurement-analyst/{stack}/{image}",
+            name=ecr_repository_name(stack, image),
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
                 scan_on_push=True
             ),
             # Images are rebuilt from the repository, so `pulumi destroy` may drop them.
             force_delete=True,
-            opts=self._aws_opts,
+            opts=pulumi.ResourceOptions(parent=self, provider=self._aws_provider),
         )
 
     def _build(self, name: str, image: str, repository: aws.ecr.Repository) -> pulumi.Output[str]:
         dockerfile = DOCKERFILES[image]
-        tag = content_tag(REPO_ROOT, context_files(REPO_ROOT, dockerfile))
         token = aws.ecr.get_authorization_token_output(
             registry_id=repository.registry_id,
-            opts=pulumi.InvokeOutputOptions(parent=self, provider=self._aws_opts.provider),
+            opts=pulumi.InvokeOutputOptions(parent=self, provider=self._aws_provider),
         )
         built = docker_build.Image(
             f"{name}-{image}-build",
@@ -82,10 +98,19 @@ class Images(pulumi.ComponentResource):
             context=docker_build.BuildContextArgs(location=_relative(REPO_ROOT)),
             dockerfile=docker_build.DockerfileArgs(location=_relative(REPO_ROOT / dockerfile)),
             platforms=[PLATFORM],
-            push=True,
-            # `pulumi preview` plans the build; only `pulumi up` builds and pushes.
+            labels={SOURCE_LABEL: source_digest(REPO_ROOT, context_files(REPO_ROOT, dockerfile))},
+            # No tags: one export to the repository, by digest only.
+            push=False,
+            exports=[
+                docker_build.ExportArgs(
+                    image=docker_build.ExportImageArgs(
+                        names=[repository.repository_url], push=True, push_by_digest=True
+                    )
+                )
+            ],
+            # `pulumi preview` plans the build; only `pulumi up` builds and pushes. (A preview
+            # still needs a Docker daemon with BuildKit: the provider checks for it first.)
             build_on_preview=False,
-            tags=[repository.repository_url.apply(lambda url: f"{url}:{tag}")],
             registries=[
                 docker_build.RegistryArgs(
                     address=token.proxy_endpoint,
@@ -93,10 +118,10 @@ class Images(pulumi.ComponentResource):
                     password=pulumi.Output.secret(token.password),
                 )
             ],
-            opts=pulumi.ResourceOptions(parent=self),
+            opts=pulumi.ResourceOptions(parent=self, provider=self._docker_provider),
         )
-        # `ref` is the tag plus the pushed digest, so a pod runs exactly what was built.
-        return built.ref
+        # The pushed digest, in the repository it was pushed to: what every pod runs.
+        return pulumi.Output.concat(repository.repository_url, "@", built.digest)
 
 
 def _relative(path: Path) -> str:

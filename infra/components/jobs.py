@@ -2,17 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
 
+from app.core.roles import Layer
+
 from ..config import StackConfig
-from ..pod_specs import LAYER_LABEL, JobInputs, job_name, job_spec, labels
+from ..manifests import ANALYST_SERVICE_ACCOUNT, analyst_job, job_metadata
+from ..pod_specs import JobInputs
+from .options import child_options
 
 
 class AnalystJobs(pulumi.ComponentResource):
-    """Runs the case once per layer in the sandbox; each Job's log is its check list."""
+    """Runs the case once per layer in the sandbox; each Job's log is its check list.
+
+    A Job's name carries a digest of its spec (infra/naming.py), so any change to what it would
+    run is a new Job beside the old one, never a replacement under the same name. The old Job
+    is retained on delete: Pulumi forgets it, and Kubernetes removes it with its pod and log
+    when its TTL runs out. What must exist before a pod starts (the supplier API, the Pod
+    Identity association, the sandbox RuntimeClass) comes in through `opts.depends_on`.
+    """
 
     job_names: dict[str, pulumi.Output[str]]
 
@@ -21,56 +33,56 @@ class AnalystJobs(pulumi.ComponentResource):
         name: str,
         config: StackConfig,
         *,
-        namespace: pulumi.Output[str],
-        service_account: pulumi.Output[str],
         image: pulumi.Input[str],
         bucket_name: pulumi.Input[str],
         role_name: pulumi.Input[str],
         provider: k8s.Provider,
-        depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
-        super().__init__("analyst:analyst:AnalystJobs", name, None, opts)
-        job_opts = pulumi.ResourceOptions(
-            parent=self,
-            provider=provider,
-            # depends_on: the supplier API must be serving, and the Pod Identity association
-            # must exist before the pod is admitted, or the pod starts without AWS credentials.
-            depends_on=list(depends_on),
-            # The name is fixed, so a replacement must delete the old Job first.
-            delete_before_replace=True,
-        )
+        super().__init__("analyst:jobs:AnalystJobs", name, None, opts)
+        job_opts = child_options(self, opts, provider, retain_on_delete=True)
         self.job_names = {}
         for layer in config.layers:
-            spec = pulumi.Output.all(
-                image=image,
-                bucket=bucket_name,
-                role_name=role_name,
-                service_account=service_account,
-                namespace=namespace,
-            ).apply(
-                lambda values, layer=layer: job_spec(
-                    JobInputs(
-                        layer=layer,
-                        case_id=config.case_id,
-                        region=config.region,
-                        model_id=config.model_id,
-                        **values,
-                    )
-                )
+            job = pulumi.Output.all(image, bucket_name, role_name).apply(
+                functools.partial(_render, config, layer)
             )
-            job = k8s.batch.v1.Job(
+            created = k8s.batch.v1.Job(
                 f"{name}-{layer.value}",
-                metadata={
-                    "name": job_name(layer, config.run_trigger),
-                    "namespace": namespace,
-                    "labels": {**labels("analyst"), LAYER_LABEL: layer.value},
-                    # The run takes minutes and its verdict is the log, not the deployment:
-                    # `pulumi up` returns once the Job exists; follow it with kubectl logs -f.
-                    "annotations": {"pulumi.com/skipAwait": "true"},
-                },
-                spec=spec,
+                # Only the name waits for the spec; the rest is known in a preview too.
+                metadata=cast(
+                    "k8s.meta.v1.ObjectMetaArgsDict",
+                    job_metadata(layer, config.namespace, job.apply(_name)),
+                ),
+                spec=job.apply(_spec),
                 opts=job_opts,
             )
-            self.job_names[layer.value] = job.metadata.name
+            self.job_names[layer.value] = created.metadata.name
         self.register_outputs({"job_names": self.job_names})
+
+
+def _render(config: StackConfig, layer: Layer, values: list[str]) -> dict[str, Any]:
+    image, bucket, role_name = values
+    return analyst_job(
+        JobInputs(
+            layer=layer,
+            image=image,
+            namespace=config.namespace,
+            case_id=config.case_id,
+            bucket=bucket,
+            region=config.region,
+            model_id=config.model_id,
+            role_name=role_name,
+            service_account=ANALYST_SERVICE_ACCOUNT,
+        ),
+        config.run_trigger,
+    )
+
+
+def _name(manifest: dict[str, Any]) -> str:
+    return str(manifest["metadata"]["name"])
+
+
+def _spec(manifest: dict[str, Any]) -> k8s.batch.v1.JobSpecArgsDict:
+    # The pure builder's dict is the Job spec in the API's own field names, which is what the
+    # SDK's TypedDict describes.
+    return cast("k8s.batch.v1.JobSpecArgsDict", manifest["spec"])

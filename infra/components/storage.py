@@ -40,7 +40,13 @@ def seed_objects(case_id: str, cases_dir: Path = CASES_DIR) -> list[SeedObject]:
 
 
 class CaseStore(pulumi.ComponentResource):
-    """The S3 bucket the analyst reads its case from and writes its reports to."""
+    """The S3 bucket the analyst reads its case from and writes its reports to.
+
+    With `bucketOnDestroy: retain` everything here is retained on `pulumi destroy`, not only the
+    bucket: its public access block, ownership controls, encryption and versioning are separate
+    resources in the AWS provider, and deleting them would leave the kept reports in a bucket
+    without those protections; the seeded case objects stay with it.
+    """
 
     bucket_name: pulumi.Output[str]
     bucket_arn: pulumi.Output[str]
@@ -54,7 +60,11 @@ class CaseStore(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:storage:CaseStore", name, None, opts)
-        self._opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
+        retain = config.bucket_on_destroy is BucketOnDestroy.RETAIN
+        # Retained: `pulumi destroy` forgets these and leaves them in the account as they are.
+        self._opts = pulumi.ResourceOptions(
+            parent=self, provider=aws_provider, retain_on_delete=retain
+        )
         bucket = self._create_bucket(name, config)
         self._lock_down(name, bucket, config)
         self._seed(name, bucket, config.case_id)
@@ -70,15 +80,11 @@ class CaseStore(pulumi.ComponentResource):
         )
 
     def _create_bucket(self, name: str, config: StackConfig) -> aws.s3.Bucket:
-        retain = config.bucket_on_destroy is BucketOnDestroy.RETAIN
         return aws.s3.Bucket(
             f"{name}-bucket",
             bucket_prefix="procurement-analyst-",
-            force_destroy=not retain,
-            # Retained: `pulumi destroy` forgets the bucket and leaves it, reports and all.
-            opts=pulumi.ResourceOptions.merge(
-                self._opts, pulumi.ResourceOptions(retain_on_delete=retain)
-            ),
+            force_destroy=config.bucket_on_destroy is BucketOnDestroy.FORCE_DESTROY,
+            opts=self._opts,
         )
 
     def _lock_down(self, name: str, bucket: aws.s3.Bucket, config: StackConfig) -> None:
@@ -110,7 +116,8 @@ class CaseStore(pulumi.ComponentResource):
         )
         if config.bucket_versioning:
             # Turning it off later deletes this resource, which suspends versioning (S3 cannot
-            # un-version a bucket); the versions already kept stay.
+            # un-version a bucket) unless the bucket is retained, when versioning stays on; the
+            # versions already kept stay either way.
             aws.s3.BucketVersioning(
                 f"{name}-versioning",
                 bucket=bucket.id,

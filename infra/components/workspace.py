@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pulumi
 import pulumi_kubernetes as k8s
 
-from ..pod_specs import labels
-
-ANALYST_SERVICE_ACCOUNT = "analyst"
+from ..manifests import analyst_service_account, namespace_object
+from .options import child_options
 
 
 class Workspace(pulumi.ComponentResource):
@@ -23,30 +20,24 @@ class Workspace(pulumi.ComponentResource):
         name: str,
         namespace: str,
         provider: k8s.Provider,
-        depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:workspace:Workspace", name, None, opts)
-        k8s_opts = pulumi.ResourceOptions(
-            parent=self, provider=provider, depends_on=list(depends_on)
-        )
+        k8s_opts = child_options(self, opts, provider)
         created = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata={"name": namespace, "labels": labels("procurement-analyst")},
-            opts=k8s_opts,
+            f"{name}-namespace", metadata=namespace_object(namespace)["metadata"], opts=k8s_opts
         )
-        account = k8s.core.v1.ServiceAccount(
+        account = analyst_service_account(namespace)
+        service_account = k8s.core.v1.ServiceAccount(
             f"{name}-analyst",
-            metadata={
-                "name": ANALYST_SERVICE_ACCOUNT,
-                "namespace": created.metadata.name,
-                "labels": labels("analyst"),
-            },
-            automount_service_account_token=False,
-            opts=k8s_opts,
+            metadata=account["metadata"],
+            automount_service_account_token=account["automountServiceAccountToken"],
+            opts=pulumi.ResourceOptions.merge(
+                k8s_opts, pulumi.ResourceOptions(depends_on=[created])
+            ),
         )
         self.namespace = created.metadata.name
-        self.service_account = account.metadata.name
+        self.service_account = service_account.metadata.name
         self.register_outputs(
             {"namespace": self.namespace, "service_account": self.service_account}
         )

@@ -1,9 +1,10 @@
-"""Fixtures for the infrastructure tests: offline runs of the program under recording mocks."""
+"""Fixtures for the infrastructure tests: runs of the program under the recording mock engine."""
 
 from __future__ import annotations
 
 import pytest
-from stack_run import StackRun, run_stack
+
+from tests.support.stack_run import StackRun, run_stack
 
 
 @pytest.fixture(scope="session")

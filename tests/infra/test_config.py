@@ -1,19 +1,49 @@
-"""The typed stack config: defaults, Pulumi.yaml's descriptions, the dev stack, refusals."""
+"""The typed stack config: defaults, Pulumi.yaml's declared types and descriptions, every stack
+file and every documented `pulumi config set` under the engine's own type check, refusals."""
 
 from __future__ import annotations
 
+import re
+import shlex
+from pathlib import Path
+
 import pytest
 import yaml
-from stack_run import REPO_ROOT, run_failing
 
 from infra.config import PROJECT, ConfigError, StackConfig, config_keys, parse_config
+from tests.support.engine_config import (
+    ConfigValue,
+    EngineConfigError,
+    apply_config_command,
+    program_config,
+    project_document,
+    stack_file_values,
+    validate,
+)
+from tests.support.stack_run import REPO_ROOT, run_failing, run_stack
+
+STACK_FILES = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
 
 
 def _project_config() -> dict[str, dict]:
-    return yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["config"]
+    return {key: value for key, value in project_document()["config"].items() if ":" not in key}
 
 
-def _dev_config() -> dict[str, object]:
+def _readme_config_commands() -> list[str]:
+    """Every `pulumi config set|rm` of the README: code block lines and inline code alike."""
+    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
+    lines = [
+        line.strip()
+        for block in blocks
+        for line in block.splitlines()
+        if re.match(r"\s*pulumi config (set|rm)\b", line)
+    ]
+    inline = re.findall(r"(?<!`)`(pulumi config (?:set|rm) [^`]+)`", text)
+    return lines + inline
+
+
+def _dev_config() -> dict[str, object]:  # the project's keys of the dev stack
     document = yaml.safe_load((REPO_ROOT / "Pulumi.dev.yaml").read_text())
     return {key.removeprefix(f"{PROJECT}:"): value for key, value in document["config"].items()}
 
@@ -34,13 +64,17 @@ def test_every_key_is_described_in_the_project_file_with_the_code_default() -> N
         assert key in declared, f"Pulumi.yaml does not describe config key {key}"
         assert declared[key].get("description"), f"Pulumi.yaml has no description for {key}"
         value = getattr(defaults, field)
-        expected = [item.value for item in value] if isinstance(value, tuple) else value
+        expected = (
+            [getattr(item, "value", item) for item in value] if isinstance(value, tuple) else value
+        )
         assert declared[key]["default"] == expected, (
             f"{key}: Pulumi.yaml and infra/config.py disagree"
         )
     assert set(declared) == set(config_keys().values()), (
         "Pulumi.yaml describes a key the code lacks"
     )
+    for key, declaration in declared.items():
+        assert "type" in declaration, f"Pulumi.yaml declares no type for {key}"
 
 
 def test_the_dev_stack_is_valid() -> None:
@@ -100,6 +134,15 @@ def test_the_dev_stack_is_valid() -> None:
             {"imageMode": "prebuilt", "analystImage": "repo/analyst@sha256:1"},
             "imageMode prebuilt needs supplierImage",
         ),
+        ({"clusterMode": "create"}, "clusterMode create needs vpcId"),
+        (
+            {"clusterMode": "create", "vpcId": "vpc-0123456789abcdef0", "subnetIds": []},
+            "clusterMode create needs subnetIds: at least 2 subnets",
+        ),
+        ({"subnetIds": ["sub-1"]}, "procurement-analyst:subnetIds: sub-1 must match"),
+        ({"vpcId": "vpc1"}, "procurement-analyst:vpcId: must be a VPC id"),
+        ({"awsRoleArn": "deployer"}, "procurement-analyst:awsRoleArn: must be an IAM role ARN"),
+        ({"awsProfile": "a b"}, "procurement-analyst:awsProfile: must be an AWS CLI profile"),
     ],
 )
 def test_a_bad_value_names_its_key_and_what_it_accepts(
@@ -120,8 +163,61 @@ def test_the_program_stops_on_a_bad_value_before_creating_anything() -> None:
     )
 
 
-def test_a_list_key_accepts_the_yaml_and_the_command_line_form() -> None:
-    from infra.config import _as_list
+def test_the_engine_check_refuses_a_plain_string_for_a_list_key() -> None:
+    # The README once said `pulumi config set layers nono`: the CLI stores a string, and the
+    # engine refuses it before the program runs. The port must refuse it the same way.
+    values: dict[str, ConfigValue] = {}
+    apply_config_command(values, PROJECT, "pulumi config set layers nono")
+    with pytest.raises(EngineConfigError) as caught:
+        validate("dev", values, project_document())
+    assert str(caught.value) == (
+        "Stack 'dev' with configuration key 'layers' must be of type 'array<string>'"
+    )
 
-    assert _as_list('["nono"]') == ["nono"]
-    assert _as_list("bubblewrap, nono") == ["bubblewrap", "nono"]
+
+def test_the_path_form_sets_a_list_the_engine_accepts() -> None:
+    values = stack_file_values(REPO_ROOT / "Pulumi.dev.yaml")
+    for command in ("pulumi config rm layers", "pulumi config set --path 'layers[0]' nono"):
+        apply_config_command(values, PROJECT, command)
+    seen = program_config("dev", values, project_document())
+    assert seen[f"{PROJECT}:layers"] == '["nono"]'
+
+
+@pytest.mark.parametrize("path", STACK_FILES, ids=lambda path: path.name)
+def test_every_stack_file_passes_the_engine_type_check_and_the_program(path: Path) -> None:
+    stack = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+    values = stack_file_values(path)
+    seen = program_config(stack, values, project_document())
+    assert seen["pulumi:disable-default-providers"] == '["*"]'
+    raw = {key.removeprefix(f"{PROJECT}:"): v.content() for key, v in values.items()}
+    parse_config({key: value for key, value in raw.items() if ":" not in key})
+
+
+def test_every_config_command_in_the_readme_passes_the_engine_type_check() -> None:
+    commands = _readme_config_commands()
+    assert any("--path 'layers[0]'" in command for command in commands), (
+        "the README shows no way to set the list key layers"
+    )
+    declared = set(_project_config())
+    values = stack_file_values(REPO_ROOT / "Pulumi.dev.yaml")
+    for command in commands:
+        operands = [word for word in shlex.split(command, comments=True)[3:] if word[0] != "-"]
+        assert operands[0].split("[")[0] in declared, f"README sets an undeclared key: {command}"
+        apply_config_command(values, PROJECT, command)
+        try:
+            validate("dev", values, project_document())
+        except EngineConfigError as refused:
+            pytest.fail(f"the engine refuses the README's `{command}`: {refused}")
+
+
+def test_the_harness_refuses_what_the_engine_refuses() -> None:
+    failure = run_failing(layers="nono")
+    assert "EngineConfigError: Stack 'dev' with configuration key 'layers'" in failure.stderr
+    assert "must be of type 'array<string>'" in failure.stderr
+
+
+def test_a_yaml_list_reaches_the_program_as_a_list() -> None:
+    jobs = run_stack(layers=["nono"]).of_type("kubernetes:batch/v1:Job")
+    assert [j["inputs"]["metadata"]["labels"]["procurement-analyst/layer"] for j in jobs] == [
+        "nono"
+    ]

@@ -29,7 +29,8 @@ import boto3
 import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
-from stack_run import StackRun
+
+from tests.support.stack_run import StackRun
 
 pytestmark = pytest.mark.integration
 

@@ -4,13 +4,14 @@ the Bedrock statement for the configured model only, and the Pod Identity associ
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
-from stack_run import StackRun, run_stack
 
-from app.core.iam_policy import render_permissions_policy
+from app.core.iam_policy import pod_identity_trust_policy, render_permissions_policy
 from infra.bedrock_policy import bedrock_invoke_policy, is_inference_profile
+from tests.support.stack_run import CREATE_MODE, CREATE_WORLD, StackRun, run_stack
 
 BUCKET = "procurement-analyst-20260101000000000000000001"
 INVOKE = ["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]
@@ -20,9 +21,12 @@ def _policy(stack: StackRun, name: str) -> dict[str, Any]:
     return json.loads(stack.one("aws:iam/rolePolicy:RolePolicy", name)["inputs"]["policy"])
 
 
-def test_the_role_trusts_eks_pod_identity_only(default_stack: StackRun) -> None:
+def test_the_role_trusts_only_the_analyst_service_account_of_this_cluster(
+    default_stack: StackRun,
+) -> None:
     role = default_stack.one("aws:iam/role:Role")
     trust = json.loads(role["inputs"]["assumeRolePolicy"])
+    cluster = "arn:aws:eks:us-west-2:123456789012:cluster/procurement-analyst"
     assert trust == {
         "Version": "2012-10-17",
         "Statement": [
@@ -30,9 +34,62 @@ def test_the_role_trusts_eks_pod_identity_only(default_stack: StackRun) -> None:
                 "Effect": "Allow",
                 "Principal": {"Service": "pods.eks.amazonaws.com"},
                 "Action": ["sts:AssumeRole", "sts:TagSession"],
+                "Condition": {
+                    "StringEquals": {
+                        "aws:RequestTag/eks-cluster-arn": cluster,
+                        "aws:RequestTag/kubernetes-namespace": "procurement-analyst",
+                        "aws:RequestTag/kubernetes-service-account": "analyst",
+                    }
+                },
             }
         ],
-    }, f"{role['urn']} trusts more than EKS Pod Identity"
+    }, f"{role['urn']} may be assumed by any Pod Identity association in the account"
+
+
+def test_a_created_cluster_scopes_the_trust_to_itself() -> None:
+    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    role = next(r for r in stack.of_type("aws:iam/role:Role") if r["name"] == "identity-role")
+    conditions = json.loads(role["inputs"]["assumeRolePolicy"])["Statement"][0]["Condition"]
+    assert conditions["StringEquals"]["aws:RequestTag/eks-cluster-arn"] == (
+        "arn:aws:eks:us-west-2:123456789012:cluster/analyst-new"
+    ), role["urn"]
+
+
+@pytest.mark.parametrize(
+    "scope",
+    [
+        {
+            "cluster_arn": "arn:aws:eks:us-west-2:1:cluster/x",
+            "namespace": "n",
+            "service_account": "a",
+        },
+        {"cluster_arn": "arn:aws:eks:us-west-2:123456789012:cluster/x", "namespace": "n"},
+        {
+            "cluster_arn": "arn:aws:eks:us-west-2:123456789012:cluster/x",
+            "namespace": "*",
+            "service_account": "a",
+        },
+    ],
+)
+def test_the_trust_scope_is_refused_unless_whole_and_exact(scope: dict[str, str]) -> None:
+    with pytest.raises(ValueError):
+        pod_identity_trust_policy(**scope)
+
+
+def test_every_arn_takes_the_providers_partition() -> None:
+    stack = run_stack(region="cn-north-1", world={"partition": "aws-cn"})
+    for name in ("identity-s3", "identity-bedrock"):
+        policy = stack.one("aws:iam/rolePolicy:RolePolicy", name)
+        text = policy["inputs"]["policy"]
+        arns = re.findall(r'"(arn:[^:"]+):', text)
+        assert arns and set(arns) == {"arn:aws-cn"}, f"{policy['urn']} names {set(arns)}"
+
+
+def test_the_local_run_renders_the_aws_partition_by_default() -> None:
+    policy = json.dumps(render_permissions_policy(BUCKET, "rfp-001"))
+    assert "arn:aws:s3:::" in policy and "<PARTITION>" not in policy
+    with pytest.raises(ValueError, match="not an AWS partition"):
+        render_permissions_policy(BUCKET, "rfp-001", partition="aws*")
 
 
 def test_the_s3_policy_is_the_shared_rendering_for_this_bucket_and_case(

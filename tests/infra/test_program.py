@@ -1,10 +1,21 @@
 """The program's resources: components and parents, explicit providers, cluster and image modes,
-layers, storage, and stack outputs, from offline runs under recording mocks."""
+layers, storage, and stack outputs, from runs under the recording mock engine."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
-from stack_run import AWS_PROVIDER_TYPE, K8S_PROVIDER_TYPE, StackRun, run_stack
+
+from tests.support.stack_run import (
+    AWS_PROVIDER_TYPE,
+    CREATE_MODE,
+    CREATE_WORLD,
+    K8S_PROVIDER_TYPE,
+    PREBUILT,
+    StackRun,
+    run_stack,
+)
 
 COMPONENTS = {
     "analyst:cluster:ClusterAccess",
@@ -14,8 +25,10 @@ COMPONENTS = {
     "analyst:workspace:Workspace",
     "analyst:pki:SupplierSecrets",
     "analyst:supplier:SupplierApi",
-    "analyst:analyst:AnalystJobs",
+    "analyst:jobs:AnalystJobs",
 }
+# Every component, and its type token's shape: analyst:<area>:<Name>.
+CREATE_COMPONENTS = COMPONENTS | {"analyst:cluster:AutoModeCluster"}
 K8S_CREATED = {
     "kubernetes:core/v1:Namespace",
     "kubernetes:core/v1:ServiceAccount",
@@ -26,6 +39,13 @@ K8S_CREATED = {
     "kubernetes:batch/v1:Job",
 }
 RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
+JOB = "kubernetes:batch/v1:Job"
+STACK_PROVIDERS = {
+    AWS_PROVIDER_TYPE,
+    "pulumi:providers:docker-build",
+    "pulumi:providers:tls",
+    "pulumi:providers:random",
+}
 
 
 def test_every_component_is_registered_once_and_owns_children(default_stack: StackRun) -> None:
@@ -35,16 +55,22 @@ def test_every_component_is_registered_once_and_owns_children(default_stack: Sta
         assert children, f"component {registered['urn']} has no children"
 
 
-def test_every_resource_outside_the_providers_is_parented_to_a_component(
-    default_stack: StackRun,
-) -> None:
-    component_urns = {r["urn"] for r in default_stack.resources if r["type"] in COMPONENTS}
-    for resource in default_stack.resources:
-        if resource["type"] in COMPONENTS or resource["type"] == AWS_PROVIDER_TYPE:
-            continue
-        assert resource["parent"] in component_urns, (
-            f"{resource['urn']} is not parented to a component"
-        )
+@pytest.mark.parametrize("mode", ["existing", "create"])
+def test_every_resource_but_the_stack_providers_is_parented_to_a_component(mode: str) -> None:
+    stack = run_stack() if mode == "existing" else run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    components = {r["urn"]: r["type"] for r in stack.resources if not r["custom"]}
+    assert set(components.values()) == (COMPONENTS if mode == "existing" else CREATE_COMPONENTS)
+    for token in components.values():
+        assert re.fullmatch(r"analyst:[a-z]+:[A-Z][A-Za-z]+", token), token
+    stack_urn = "urn:pulumi:dev::procurement-analyst::pulumi:pulumi:Stack::procurement-analyst-dev"
+    for resource in stack.resources:
+        if resource["parent"] == stack_urn:
+            # Only the components and the providers __main__.py makes for all of them.
+            assert not resource["custom"] or resource["type"] in STACK_PROVIDERS, resource["urn"]
+        else:
+            assert resource["parent"] in components, (
+                f"{resource['urn']} is not parented to a component"
+            )
 
 
 def test_every_kubernetes_object_uses_the_explicit_provider(default_stack: StackRun) -> None:
@@ -97,21 +123,31 @@ def test_the_provider_authenticates_with_an_exec_token_from_the_cluster_lookup(
     ]
 
 
-def test_create_mode_makes_an_auto_mode_cluster_with_api_authentication() -> None:
-    stack = run_stack(clusterMode="create", clusterName="analyst-new", kubernetesVersion="1.37")
-    cluster = stack.one("eks:index:Cluster")
-    assert cluster["inputs"]["name"] == "analyst-new", cluster["urn"]
-    assert cluster["inputs"]["version"] == "1.37", cluster["urn"]
-    assert cluster["inputs"]["authenticationMode"] == "API", cluster["urn"]
-    assert cluster["inputs"]["autoMode"]["enabled"] is True, cluster["urn"]
-    aws_provider = stack.one(AWS_PROVIDER_TYPE)
-    assert stack.provider_urn(cluster["providers"]["aws"]) == aws_provider["urn"], cluster["urn"]
-    provider = stack.one(K8S_PROVIDER_TYPE)
-    assert cluster["urn"] in provider["dependencies"], (
-        f"{provider['urn']} connects before the cluster exists"
+def test_create_mode_makes_an_auto_mode_cluster_in_the_configured_subnets() -> None:
+    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    cluster = stack.one("aws:eks/cluster:Cluster")
+    inputs = cluster["inputs"]
+    assert inputs["name"] == "analyst-new", cluster["urn"]
+    assert inputs["version"] == "1.37", cluster["urn"]
+    assert inputs["vpcConfig"]["subnetIds"] == CREATE_MODE["subnetIds"], (
+        f"{cluster['urn']} is not in the configured subnets"
     )
+    assert inputs["accessConfig"] == {
+        "authenticationMode": "API",
+        "bootstrapClusterCreatorAdminPermissions": False,
+    }, cluster["urn"]
+    assert inputs["computeConfig"]["enabled"] is True, cluster["urn"]
+    assert inputs["storageConfig"] == {"blockStorage": {"enabled": True}}, cluster["urn"]
+    assert inputs["kubernetesNetworkConfig"] == {"elasticLoadBalancing": {"enabled": True}}
+    aws_provider = stack.one(AWS_PROVIDER_TYPE)
+    assert stack.provider_urn(cluster["provider"]) == aws_provider["urn"], cluster["urn"]
+    provider = stack.one(K8S_PROVIDER_TYPE)
     association = stack.one("aws:eks/podIdentityAssociation:PodIdentityAssociation")
     assert association["inputs"]["clusterName"] == "analyst-new", association["urn"]
+    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert admin["urn"] in provider["dependencies"], (
+        f"{provider['urn']} connects before the deployer has access"
+    )
 
 
 def test_the_runtime_class_is_read_never_created(default_stack: StackRun) -> None:
@@ -129,36 +165,9 @@ def test_workloads_wait_for_the_runtime_class(default_stack: StackRun) -> None:
             )
 
 
-def test_build_mode_creates_scanned_immutable_repositories_and_builds_both_images(
-    default_stack: StackRun,
-) -> None:
-    repositories = default_stack.of_type("aws:ecr/repository:Repository")
-    assert sorted(r["inputs"]["name"] for r in repositories) == [
-        "procurement-analyst/dev/analyst",
-        "procurement-analyst/dev/supplier-api",
-    ]
-    for repository in repositories:
-        assert repository["inputs"]["imageTagMutability"] == "IMMUTABLE", repository["urn"]
-        assert repository["inputs"]["imageScanningConfiguration"] == {"scanOnPush": True}, (
-            repository["urn"]
-        )
-    images = {
-        r["inputs"]["dockerfile"]["location"]: r
-        for r in default_stack.of_type("docker-build:index:Image")
-    }
-    assert set(images) == {"Dockerfile.analyst", "Dockerfile.supplier-api"}
-    for image in images.values():
-        assert image["inputs"]["push"] is True, image["urn"]
-        assert image["inputs"]["buildOnPreview"] is False, f"{image['urn']} builds during preview"
-        assert image["inputs"]["platforms"] == ["linux/amd64"], image["urn"]
-        assert image["inputs"]["tags"][0].rsplit(":", 1)[1].startswith("src-"), image["urn"]
-    assert default_stack.outputs["analystImage"].endswith("@sha256:" + "0" * 64)
-
-
 def test_prebuilt_mode_builds_nothing_and_runs_the_given_references() -> None:
-    analyst = "111122223333.dkr.ecr.us-west-2.amazonaws.com/analyst@sha256:" + "a" * 64
-    supplier = "111122223333.dkr.ecr.us-west-2.amazonaws.com/supplier@sha256:" + "b" * 64
-    stack = run_stack(imageMode="prebuilt", analystImage=analyst, supplierImage=supplier)
+    analyst, supplier = PREBUILT["analystImage"], PREBUILT["supplierImage"]
+    stack = run_stack(**PREBUILT)
     assert stack.of_type("docker-build:index:Image") == []
     assert len(stack.of_type("aws:ecr/repository:Repository")) == 2
     for job in stack.of_type("kubernetes:batch/v1:Job"):
@@ -175,10 +184,15 @@ def test_prebuilt_mode_builds_nothing_and_runs_the_given_references() -> None:
 def test_one_job_per_enabled_layer(layers: list[str]) -> None:
     stack = run_stack(layers=layers, runTrigger="r7")
     jobs = stack.of_type("kubernetes:batch/v1:Job")
-    assert sorted(j["inputs"]["metadata"]["name"] for j in jobs) == sorted(
-        f"analyst-{layer}-r7" for layer in layers
-    )
-    assert stack.outputs["jobNames"] == {layer: f"analyst-{layer}-r7" for layer in layers}
+    names = {j["inputs"]["metadata"]["labels"]["procurement-analyst/layer"]: j for j in jobs}
+    assert sorted(names) == sorted(layers)
+    for layer, job in names.items():
+        assert re.fullmatch(
+            rf"analyst-{layer}-r7-[0-9a-f]{{10}}", job["inputs"]["metadata"]["name"]
+        )
+    assert stack.outputs["jobNames"] == {
+        layer: job["inputs"]["metadata"]["name"] for layer, job in names.items()
+    }
 
 
 def test_the_bucket_is_locked_down(default_stack: StackRun) -> None:
@@ -205,19 +219,6 @@ def test_the_bucket_is_locked_down(default_stack: StackRun) -> None:
     assert versioning["inputs"]["versioningConfiguration"] == {"status": "Enabled"}, versioning[
         "urn"
     ]
-
-
-def test_the_bucket_is_retained_by_default_and_force_destroyed_on_request(
-    default_stack: StackRun,
-) -> None:
-    retained = default_stack.one("aws:s3/bucket:Bucket")
-    assert retained["retain_on_delete"] is True, retained["urn"]
-    assert retained["inputs"]["forceDestroy"] is False, retained["urn"]
-    destroyed = run_stack(bucketOnDestroy="force-destroy", bucketVersioning=False).one(
-        "aws:s3/bucket:Bucket"
-    )
-    assert destroyed["retain_on_delete"] is False, destroyed["urn"]
-    assert destroyed["inputs"]["forceDestroy"] is True, destroyed["urn"]
 
 
 def test_versioning_can_be_left_off() -> None:
@@ -306,10 +307,34 @@ def test_the_namespace_is_labelled_as_managed(default_stack: StackRun) -> None:
 def test_stack_outputs_tell_the_user_where_to_look(default_stack: StackRun) -> None:
     outputs = default_stack.outputs
     bucket = default_stack.one("aws:s3/bucket:Bucket")
+    jobs = outputs["jobNames"]
+    assert outputs["clusterName"] == "procurement-analyst"
     assert outputs["namespace"] == "procurement-analyst"
     assert outputs["bucket"] == "procurement-analyst-20260101000000000000000001"
     assert bucket["inputs"]["bucketPrefix"] == "procurement-analyst-"
     assert outputs["reportPrefix"] == f"s3://{outputs['bucket']}/reports/rfp-001/"
-    assert outputs["jobNames"] == {"bubblewrap": "analyst-bubblewrap-1", "nono": "analyst-nono-1"}
+    assert set(jobs) == {"bubblewrap", "nono"}
+    assert {j["inputs"]["metadata"]["name"] for j in default_stack.of_type(JOB)} == set(
+        jobs.values()
+    )
+    assert outputs["kubeconfigCommand"] == (
+        "aws eks update-kubeconfig --region us-west-2 --name procurement-analyst"
+    )
+    assert outputs["logsCommands"] == {
+        layer: f"kubectl logs -f job/{name} -n procurement-analyst" for layer, name in jobs.items()
+    }
+    assert outputs["reportsCommand"] == (
+        f"aws s3 ls {outputs['reportPrefix']} --recursive --region us-west-2"
+    )
     assert outputs["roleArn"].startswith("arn:aws:iam::123456789012:role/")
     assert set(outputs) >= {"analystImage", "supplierImage", "ecrRepositories"}
+
+
+def test_the_commands_name_the_deploying_profile_and_role() -> None:
+    role = "arn:aws:iam::123456789012:role/deployer"
+    outputs = run_stack(awsProfile="ops", awsRoleArn=role).outputs
+    assert outputs["kubeconfigCommand"] == (
+        "aws --profile ops eks update-kubeconfig --region us-west-2 --name procurement-analyst"
+        f" --role-arn {role}"
+    )
+    assert outputs["reportsCommand"].startswith("aws --profile ops s3 ls s3://")

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from stack_run import SECRET, StackRun
-
 from infra.components.pki import supplier_dns_names
+from tests.support.engine import PRIVATE_KEY_PREFIX, REGISTRY_TOKEN, SUPPLIER_KEY
+from tests.support.stack_run import SECRET, StackRun
 
 
 def test_the_server_certificate_covers_both_services_short_and_long(
@@ -74,14 +74,14 @@ def test_the_ca_bundle_is_public_and_named_as_clients_expect(default_stack: Stac
 
 def test_no_stack_output_carries_a_secret_value(default_stack: StackRun) -> None:
     text = repr(default_stack.outputs)
-    assert "offline-supplier-key" not in text and "offline private key" not in text
+    assert SUPPLIER_KEY not in text and PRIVATE_KEY_PREFIX not in text
 
 
 def test_no_secret_value_reaches_the_recorded_inputs(default_stack: StackRun) -> None:
     import json
 
     text = json.dumps(default_stack.resources)
-    for value in ("offline-supplier-key", "offline private key of", "offline-registry-token"):
+    for value in (SUPPLIER_KEY, PRIVATE_KEY_PREFIX, REGISTRY_TOKEN):
         assert value not in text, (
             f"a secret value ({value}...) is in the recorded inputs in plain text"
         )

@@ -6,12 +6,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from support.runs import failing_line
 
 from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import BubblewrapPolicy
+from tests.support.runs import failing_line
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support.runs import bare_run, bare_tree
 
 from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError
@@ -23,6 +22,7 @@ from app.tools.bubblewrap import preflight
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import BubblewrapPolicy
 from app.tools.bubblewrap.seccomp import resolve_syscall, single_syscall_filter
+from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration
 

@@ -8,11 +8,11 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.fake_kube import FakeCluster, serving
-from support.guests import NODE, SANDBOX
 
 from app.core import cluster_env
 from app.core.repo import REPO_ROOT
+from tests.support.fake_kube import FakeCluster, serving
+from tests.support.guests import NODE, SANDBOX
 
 NS = "analyst-ns"
 NODE_NAME = "ip-10-0-3-17.us-west-2.compute.internal"

@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from support.runs import failing_line
 
 from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.nono import render
 from app.tools.nono.launcher import NonoLayer
 from app.tools.nono.policy import COMMITTED_DIR, Widening
+from tests.support.runs import failing_line
 
 pytestmark = pytest.mark.integration
 

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.runs import bare_run, bare_tree
 
 from app.controller.correlation import correlate
 from app.controller.environment import read_supplier_key
@@ -29,6 +28,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import ToolIdentity
 from app.tools.nono.launcher import NonoLayer
+from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration
 

@@ -8,10 +8,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from support.guests import NODE, SANDBOX
 
 from app.controller.guest import LINE_PREFIX, read_guest, readings_in_log
 from app.controller.nitro_compare import Comparison, PodReadings, Verdict, render
+from tests.support.guests import NODE, SANDBOX
 
 NOW = datetime(2026, 11, 30, 10, 2, 0, tzinfo=UTC)
 

@@ -9,7 +9,6 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from support.runs import bare_run, bare_tree
 
 from app.core.checklog import CheckFailed
 from app.core.pins import BUBBLEWRAP, bubblewrap_build_args
@@ -18,6 +17,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.bubblewrap.preflight import BwrapReadings
 from app.tools.bubblewrap.provenance import check_provenance
+from tests.support.runs import bare_run, bare_tree
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile.analyst").read_text(encoding="utf-8")
 

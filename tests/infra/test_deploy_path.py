@@ -1,0 +1,374 @@
+"""The deploy path as the engine would walk it: image pushes, Job names, what a destroy removes,
+the cluster checks, the RuntimeClass read in each mode, restarts, deadlines, names, providers,
+and every combination of modes in preview."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+import pytest
+
+from app.core.roles import Layer
+from infra.cluster_checks import ClusterFacts, ClusterNotReady, require_ready_cluster
+from infra.manifests import supplier_config_checksum
+from infra.naming import ecr_repository_name, job_name, stack_slug
+from infra.pod_specs import JOB_DEADLINE_SECONDS
+from tests.support.engine import SUPPLIER_KEY
+from tests.support.stack_run import (
+    CREATE_MODE,
+    CREATE_WORLD,
+    PREBUILT,
+    SUBNETS,
+    VPC,
+    StackRun,
+    run_failing,
+    run_stack,
+)
+
+JOB = "kubernetes:batch/v1:Job"
+IMAGE = "docker-build:index:Image"
+RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
+S3_TYPES = {
+    "aws:s3/bucket:Bucket",
+    "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
+    "aws:s3/bucketOwnershipControls:BucketOwnershipControls",
+    "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+    "aws:s3/bucketVersioning:BucketVersioning",
+    "aws:s3/bucketObjectv2:BucketObjectv2",
+}
+
+
+def _name(resource: dict[str, Any]) -> str:
+    return str(resource["inputs"]["metadata"]["name"])
+
+
+# --- 2: images are pushed by digest, never under a tag that could collide ------------------
+
+
+def test_images_are_pushed_by_digest_without_a_tag(default_stack: StackRun) -> None:
+    repositories = {
+        r["inputs"]["name"]: r for r in default_stack.of_type("aws:ecr/repository:Repository")
+    }
+    for repository in repositories.values():
+        assert repository["inputs"]["imageTagMutability"] == "IMMUTABLE", repository["urn"]
+        assert repository["inputs"]["imageScanningConfiguration"] == {"scanOnPush": True}
+    images = default_stack.of_type(IMAGE)
+    assert {i["inputs"]["dockerfile"]["location"] for i in images} == {
+        "Dockerfile.analyst",
+        "Dockerfile.supplier-api",
+    }
+    for image in images:
+        inputs = image["inputs"]
+        assert not inputs.get("tags"), (
+            f"{image['urn']} pushes a tag that a rebuild can collide with"
+        )
+        (export,) = inputs["exports"]
+        assert export["image"]["push"] is True and export["image"]["pushByDigest"] is True, (
+            f"{image['urn']} does not push by digest"
+        )
+        assert inputs["buildOnPreview"] is False, f"{image['urn']} builds during preview"
+        assert inputs["platforms"] == ["linux/amd64"], image["urn"]
+        assert re.fullmatch(r"[0-9a-f]{64}", inputs["labels"]["procurement-analyst.source-sha256"])
+
+
+def test_every_pod_runs_its_image_by_digest(default_stack: StackRun) -> None:
+    digest = r"@sha256:[0-9a-f]{64}"
+    repository = "123456789012.dkr.ecr.us-west-2.amazonaws.com/procurement-analyst/dev/"
+    assert re.fullmatch(
+        re.escape(repository + "analyst") + digest, default_stack.outputs["analystImage"]
+    )
+    deployment = default_stack.one("kubernetes:apps/v1:Deployment")
+    pods = [deployment, *default_stack.of_type(JOB)]
+    for resource in pods:
+        spec = resource["inputs"]["spec"]["template"]["spec"]
+        for container in spec["containers"] + spec.get("initContainers", []):
+            assert re.search(digest + "$", container["image"]), (
+                f"{resource['urn']} runs {container['image']}, not a digest"
+            )
+
+
+# --- 3: Jobs are named after their spec and never replaced in place ------------------------
+
+
+def test_a_job_name_carries_its_spec_digest_and_changes_with_it() -> None:
+    spec = {"template": {"spec": {"containers": [{"image": "a@sha256:1"}]}}}
+    changed = {"template": {"spec": {"containers": [{"image": "a@sha256:2"}]}}}
+    name = job_name(Layer.NONO, "1", spec)
+    assert re.fullmatch(r"analyst-nono-1-[0-9a-f]{10}", name)
+    assert job_name(Layer.NONO, "1", changed) != name
+    assert job_name(Layer.NONO, "1", json.loads(json.dumps(spec))) == name
+    longest = job_name(Layer.BUBBLEWRAP, "a" * 32, spec)
+    assert len(longest) <= 63
+
+
+def test_a_new_image_is_a_new_job_beside_the_old_one() -> None:
+    before = {
+        j["inputs"]["metadata"]["labels"]["procurement-analyst/layer"]: _name(j)
+        for j in run_stack(**PREBUILT).of_type(JOB)
+    }
+    other = dict(PREBUILT, analystImage=PREBUILT["analystImage"].replace("a" * 64, "c" * 64))
+    after = {
+        j["inputs"]["metadata"]["labels"]["procurement-analyst/layer"]: _name(j)
+        for j in run_stack(**other).of_type(JOB)
+    }
+    for layer in before:
+        assert before[layer] != after[layer], f"{layer}: a new image kept the Job's name"
+
+
+@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
+def test_a_job_is_never_deleted_by_pulumi_before_its_ttl(
+    default_stack: StackRun, layer: str
+) -> None:
+    (job,) = [j for j in default_stack.of_type(JOB) if _name(j).startswith(f"analyst-{layer}-")]
+    assert job["delete_before_replace"] is False, f"{job['urn']} deletes before it creates"
+    assert job["retain_on_delete"] is True, (
+        f"{job['urn']} would be deleted with its log when replaced, before its TTL"
+    )
+
+
+# --- 4: a retained bucket keeps its protections and objects --------------------------------
+
+
+def test_a_retained_bucket_keeps_everything_that_protects_it(default_stack: StackRun) -> None:
+    s3 = [r for r in default_stack.resources if r["type"] in S3_TYPES]
+    assert {r["type"] for r in s3} == S3_TYPES
+    destroyed = [r["urn"] for r in default_stack.destroyed_by_destroy() if r["type"] in S3_TYPES]
+    assert destroyed == [], f"`pulumi destroy` with bucketOnDestroy retain would delete {destroyed}"
+
+
+def test_force_destroy_removes_the_bucket_and_everything_in_it() -> None:
+    stack = run_stack(bucketOnDestroy="force-destroy")
+    bucket = stack.one("aws:s3/bucket:Bucket")
+    assert bucket["inputs"]["forceDestroy"] is True, bucket["urn"]
+    destroyed = {r["type"] for r in stack.destroyed_by_destroy()}
+    assert destroyed >= S3_TYPES
+
+
+# --- 5: an existing cluster is checked before anything is created --------------------------
+
+
+@pytest.mark.parametrize(
+    ("world", "expected"),
+    [
+        (
+            {"cluster_version": "1.35"},
+            "it runs Kubernetes 1.35; the isolated-sandbox RuntimeClass needs 1.36 or later: "
+            "aws eks update-cluster-version",
+        ),
+        (
+            {"auto_mode": False},
+            "aws eks create-addon --region us-west-2 --cluster-name procurement-analyst "
+            "--addon-name eks-pod-identity-agent",
+        ),
+    ],
+)
+def test_an_unready_existing_cluster_stops_the_program_naming_the_fix(
+    world: dict[str, Any], expected: str
+) -> None:
+    failure = run_failing(world=world)
+    assert "ClusterNotReady: cluster procurement-analyst (us-west-2) cannot run" in failure.stderr
+    assert expected in failure.stderr
+
+
+def test_a_cluster_without_auto_mode_but_with_the_agent_is_accepted() -> None:
+    stack = run_stack(world={"auto_mode": False, "addons": ["eks-pod-identity-agent"]})
+    assert stack.of_type(JOB)
+
+
+def test_one_error_names_every_problem() -> None:
+    facts = ClusterFacts("c", "eu-west-1", "1.30", auto_mode=False, pod_identity_agent=False)
+    with pytest.raises(ClusterNotReady) as caught:
+        require_ready_cluster(facts)
+    message = str(caught.value)
+    assert "update-cluster-version" in message and "create-addon" in message
+
+
+def test_the_checks_run_before_any_resource() -> None:
+    # The ordering: the failing run above registered nothing, or it would have printed JSON.
+    failure = run_failing(world={"cluster_version": "1.35"})
+    assert failure.returncode == 2 and "resources" not in failure.stderr
+
+
+# --- 5, 14: a created cluster runs Auto Mode in the configured, checked network ------------
+
+
+def test_create_mode_needs_subnets_of_the_vpc_in_two_zones() -> None:
+    wrong_vpc = {
+        "subnets": {
+            SUBNETS[0]: ["vpc-0000000000000000f", "us-west-2a"],
+            SUBNETS[1]: [VPC, "us-west-2b"],
+        }
+    }
+    failure = run_failing(world=wrong_vpc, **CREATE_MODE)
+    assert f"subnetIds: {SUBNETS[0]} is in vpc-0000000000000000f, not vpcId {VPC}" in failure.stderr
+    one_zone = {"subnets": {SUBNETS[0]: [VPC, "us-west-2a"], SUBNETS[1]: [VPC, "us-west-2a"]}}
+    failure = run_failing(world=one_zone, **CREATE_MODE)
+    assert "at least two Availability Zones" in failure.stderr
+
+
+def test_create_mode_gives_the_deploying_role_an_explicit_admin_entry() -> None:
+    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    entry = stack.one("aws:eks/accessEntry:AccessEntry")
+    # The deployer's session is assumed-role/deployer/session; the entry names the role.
+    assert entry["inputs"]["principalArn"] == "arn:aws:iam::123456789012:role/deployer", entry[
+        "urn"
+    ]
+    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert admin["inputs"]["policyArn"] == (
+        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
+    ), admin["urn"]
+    assert admin["inputs"]["accessScope"] == {"type": "cluster"}, admin["urn"]
+    cluster = stack.one("aws:eks/cluster:Cluster")
+    # Auto Mode runs the Pod Identity agent itself: nothing else to install.
+    assert cluster["inputs"]["computeConfig"]["enabled"] is True, cluster["urn"]
+
+
+# --- 6: the RuntimeClass read, per mode, in preview and in up ------------------------------
+
+
+def test_existing_mode_reads_the_runtime_class_in_preview_too() -> None:
+    stack = run_stack(preview=True)
+    read = stack.one(RUNTIME_CLASS)
+    assert read["read"] is True and read["inputs"]["id"] == "isolated-sandbox"
+
+
+def test_create_mode_says_in_preview_that_the_runtime_class_is_read_on_up() -> None:
+    stack = run_stack(preview=True, world=CREATE_WORLD, **CREATE_MODE)
+    assert stack.of_type(RUNTIME_CLASS) == [], "a preview registered a read it cannot make"
+    warnings = [line["message"] for line in stack.logs if line["level"] == "warning"]
+    assert any(
+        "isolated-sandbox RuntimeClass" in w and "`pulumi up` reads it" in w for w in warnings
+    )
+    cluster = stack.one("aws:eks/cluster:Cluster")
+    for job in stack.of_type(JOB):
+        assert cluster["urn"] in job["dependencies"], (
+            f"{job['urn']} does not wait for the created cluster"
+        )
+
+
+def test_create_mode_reads_the_runtime_class_on_up_after_the_cluster_and_access() -> None:
+    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    read = stack.one(RUNTIME_CLASS)
+    provider = stack.one("pulumi:providers:kubernetes")
+    assert stack.provider_urn(read["provider"]) == provider["urn"]
+    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert admin["urn"] in provider["dependencies"]
+    for job in stack.of_type(JOB) + stack.of_type("kubernetes:core/v1:Namespace"):
+        assert read["urn"] in job["dependencies"], f"{job['urn']} does not wait for the read"
+
+
+# --- 7: the supplier pod restarts when what it mounts changes ------------------------------
+
+
+def test_the_supplier_template_carries_a_checksum_of_what_it_mounts(
+    default_stack: StackRun,
+) -> None:
+    deployment = default_stack.one("kubernetes:apps/v1:Deployment")
+    annotations = deployment["inputs"]["spec"]["template"]["metadata"]["annotations"]
+    key_digest = hashlib.sha256(SUPPLIER_KEY.encode()).hexdigest()
+    expected = supplier_config_checksum(
+        cert_pem="mock certificate of pki-server",
+        ca_pem="mock certificate of pki-ca",
+        key_digest=key_digest,
+    )
+    assert annotations == {"procurement-analyst/supplier-config-sha256": expected}, (
+        f"{deployment['urn']} does not restart when its certificate, CA or key changes"
+    )
+    assert SUPPLIER_KEY not in json.dumps(deployment["inputs"])
+
+
+def test_the_checksum_follows_each_input() -> None:
+    base = {"cert_pem": "c", "ca_pem": "a", "key_digest": "k"}
+    first = supplier_config_checksum(**base)
+    for field in base:
+        assert supplier_config_checksum(**dict(base, **{field: "other"})) != first, field
+
+
+# --- 8: a Job cannot hang unnoticed --------------------------------------------------------
+
+
+@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
+def test_every_job_has_a_deadline(default_stack: StackRun, layer: str) -> None:
+    (job,) = [j for j in default_stack.of_type(JOB) if _name(j).startswith(f"analyst-{layer}-")]
+    deadline = job["inputs"]["spec"].get("activeDeadlineSeconds")
+    assert deadline == JOB_DEADLINE_SECONDS, f"{job['urn']} may hang forever"
+    assert 600 <= deadline <= 3600
+
+
+# --- 9: ECR names from any stack name ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("stack", "slug"),
+    [("dev", "dev"), ("prod", "prod"), ("Prod", "prod-"), ("team_A.stage", "team-a-stage-")],
+)
+def test_a_stack_name_becomes_a_valid_repository_path(stack: str, slug: str) -> None:
+    name = ecr_repository_name(stack, "analyst")
+    assert name.startswith(f"procurement-analyst/{slug}")
+    assert stack_slug("Prod") != stack_slug("prod"), "two stacks would share repositories"
+
+
+def test_the_program_names_repositories_for_a_capitalised_stack() -> None:
+    stack = run_stack(stack="Prod")
+    names = sorted(r["inputs"]["name"] for r in stack.of_type("aws:ecr/repository:Repository"))
+    assert names == [
+        ecr_repository_name("Prod", "analyst"),
+        ecr_repository_name("Prod", "supplier-api"),
+    ]
+    assert all(name == name.lower() for name in names)
+
+
+# --- 12: one identity, explicit providers everywhere ---------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["existing", "create"])
+def test_nothing_uses_a_default_provider(mode: str) -> None:
+    stack = run_stack() if mode == "existing" else run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    for resource in stack.resources:
+        if resource["custom"] and not resource["type"].startswith("pulumi:providers:"):
+            assert resource["provider"] and "::default" not in resource["provider"], (
+                f"{resource['urn']} uses a default provider"
+            )
+    for invoke in stack.invokes:
+        assert invoke["provider"], f"the lookup {invoke['token']} uses a default provider"
+
+
+def test_the_aws_provider_and_the_cluster_token_share_one_identity() -> None:
+    role = "arn:aws:iam::123456789012:role/deployer"
+    stack = run_stack(awsProfile="ops", awsRoleArn=role)
+    aws_provider = stack.one("pulumi:providers:aws")
+    assert aws_provider["inputs"]["profile"] == "ops", aws_provider["urn"]
+    assert json.loads(aws_provider["inputs"]["assumeRoles"])[0]["roleArn"] == role
+    provider = stack.one("pulumi:providers:kubernetes")
+    args = json.loads(provider["inputs"]["kubeconfig"])["users"][0]["user"]["exec"]["args"]
+    assert args[args.index("--profile") + 1] == "ops", provider["urn"]
+    assert args[args.index("--role-arn") + 1] == role, provider["urn"]
+
+
+# --- preview: every mode plans every resource ----------------------------------------------
+
+
+def _planned(stack: StackRun) -> set[tuple[str, str]]:
+    return {(r["type"], r["name"]) for r in stack.resources if not r["read"]}
+
+
+@pytest.mark.parametrize("cluster", ["existing", "create"])
+@pytest.mark.parametrize("images", ["build", "prebuilt"])
+def test_preview_plans_every_resource_the_update_creates(cluster: str, images: str) -> None:
+    config: dict[str, Any] = dict(PREBUILT) if images == "prebuilt" else {}
+    world: dict[str, Any] = {}
+    if cluster == "create":
+        config |= CREATE_MODE
+        world = CREATE_WORLD
+    preview = run_stack(preview=True, world=world, **config)
+    update = run_stack(world=world, **config)
+    assert _planned(preview) == _planned(update)
+    for job in preview.of_type(JOB):
+        # Its name waits for the spec (the new bucket's name, a built image's digest); the rest
+        # of its metadata is known, so the plan shows where and what it is.
+        metadata = job["inputs"]["metadata"]
+        assert metadata["namespace"] == "procurement-analyst", job["urn"]
+        assert metadata["annotations"] == {"pulumi.com/skipAwait": "true"}, job["urn"]

@@ -1,0 +1,376 @@
+"""Runs the Pulumi program under recording mocks and reports what it registered.
+
+No CLI, no cloud: `pulumi.runtime.set_mocks` stands in for the engine. Before the program
+runs, the stack's config goes through the engine's own type check and defaults
+(engine_config.py); then every resource, read and invoke is recorded with its inputs, parent,
+provider and options, and every provider call is answered from a described account and
+cluster (`World`). In preview mode a resource's outputs are only what the engine would know
+before creating it: its known inputs, and nothing a provider computes. Secret values never
+leave this module: they are recorded as SECRET_MARKER.
+
+    python -m tests.support.engine [--config JSON] [--stack NAME] [--preview] [--world JSON]
+
+prints {"resources": [...], "invokes": [...], "outputs": {...}, "logs": [...]} as JSON, or
+exits 2 with the engine's or the program's error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import logging
+import runpy
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, rpc
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+from .engine_config import PROJECT_FILE, ConfigValue, program_config, project_document
+
+SECRET_MARKER = {"__secret__": True}
+ACCOUNT_ID = "123456789012"
+CLUSTER_CA = base64.b64encode(b"mock cluster CA").decode()
+DIGEST = "sha256:" + "0" * 64
+# The secret values the mocks hand out, so tests can look for them where they must not be.
+SUPPLIER_KEY = "mock-supplier-key"
+PRIVATE_KEY_PREFIX = "mock private key of"
+REGISTRY_TOKEN = "mock-registry-token"
+
+
+@dataclass(frozen=True)
+class World:
+    """The account and cluster the mocks describe; each field is a fact a test can change."""
+
+    partition: str = "aws"
+    cluster_version: str = "1.36"
+    auto_mode: bool = True
+    addons: tuple[str, ...] = ()
+    caller_arn: str = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/deployer/session"
+    # subnet id -> (vpc id, availability zone)
+    subnets: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+
+@dataclass
+class Recorded:
+    """One resource registration (or read) as the engine would have seen it."""
+
+    urn: str
+    type: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str
+    provider: str
+    custom: bool
+    providers: dict[str, str] = field(default_factory=dict)
+    read: bool = False
+    additional_secret_outputs: list[str] = field(default_factory=list)
+    dependencies: list[str] = field(default_factory=list)
+    property_dependencies: dict[str, list[str]] = field(default_factory=dict)
+    retain_on_delete: bool = False
+    delete_before_replace: bool = False
+
+
+def _plain(value: Any) -> Any:
+    """Inputs as JSON: secrets redacted, unknowns marked, assets by path, integral floats as int."""
+    if rpc.is_rpc_secret(value):
+        inner = rpc.unwrap_rpc_secret(value)
+        # A secret map keeps its keys (names, not values) so a reader can see what it holds.
+        return {key: SECRET_MARKER for key in inner} if isinstance(inner, dict) else SECRET_MARKER
+    if value == rpc.UNKNOWN:
+        return UNKNOWN_MARKER
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(item) for item in value]
+    if isinstance(value, pulumi.FileAsset):
+        return {"__asset__": str(value.path)}
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return repr(value)
+
+
+UNKNOWN_MARKER = {"__unknown__": True}
+
+
+class RecordingMonitor(mocks.MockMonitor):
+    """The mock engine, keeping each request's options next to its inputs."""
+
+    def __init__(self, program_mocks: ProgramMocks) -> None:
+        super().__init__(program_mocks)
+        self.recorded: list[Recorded] = []
+        self.invokes: list[dict[str, Any]] = []
+
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
+        if request.type != "pulumi:pulumi:Stack":
+            self.recorded.append(
+                Recorded(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    inputs=_plain(rpc.deserialize_properties(request.object, keep_unknowns=True)),
+                    parent=request.parent,
+                    provider=request.provider,
+                    custom=request.custom,
+                    providers=dict(request.providers),
+                    additional_secret_outputs=list(request.additionalSecretOutputs),
+                    dependencies=sorted(request.dependencies),
+                    property_dependencies={
+                        key: sorted(deps.urns) for key, deps in request.propertyDependencies.items()
+                    },
+                    retain_on_delete=request.retainOnDelete,
+                    delete_before_replace=request.deleteBeforeReplace,
+                )
+            )
+        return response
+
+    def ReadResource(self, request: Any) -> Any:
+        response = super().ReadResource(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
+        self.recorded.append(
+            Recorded(
+                urn=response.urn,
+                type=request.type,
+                name=request.name,
+                inputs={"id": request.id},
+                parent=request.parent,
+                provider=request.provider,
+                custom=True,
+                read=True,
+                dependencies=sorted(request.dependencies),
+            )
+        )
+        return response
+
+    def Invoke(self, request: Any) -> Any:
+        self.invokes.append({"token": request.tok, "provider": request.provider})
+        return super().Invoke(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
+
+
+class _CallFailure(Exception):
+    """A provider's answer that an invoke failed, for one of its arguments."""
+
+    def __init__(self, property_name: str, reason: str) -> None:
+        super().__init__(reason)
+        self.property = property_name
+
+
+class ProgramMocks(pulumi.runtime.Mocks):
+    """What the engine and providers would answer, for the account and cluster in `world`."""
+
+    def __init__(self, region: str, world: World, preview: bool) -> None:
+        self.region = region
+        self.world = world
+        self.preview = preview
+
+    def _arn(self, service: str, resource: str, region: str = "") -> str:
+        return f"arn:{self.world.partition}:{service}:{region}:{ACCOUNT_ID}:{resource}"
+
+    def new_resource(
+        self, args: pulumi.runtime.MockResourceArgs
+    ) -> tuple[str | None, dict[str, Any]]:
+        state = dict(args.inputs)
+        name = args.name
+        if self.preview:
+            # Before a create the engine knows the inputs (and a name the provider's Check
+            # assigns), never an ID or anything the provider computes.
+            if args.typ == "aws:iam/role:Role":
+                state.setdefault("name", name)
+            return "", state
+        match args.typ:
+            case "aws:s3/bucket:Bucket":
+                bucket = f"{state.get('bucketPrefix', '')}20260101000000000000000001"
+                state |= {"bucket": bucket, "arn": f"arn:{self.world.partition}:s3:::{bucket}"}
+                return bucket, state
+            case "aws:iam/role:Role":
+                state |= {"arn": self._arn("iam", f"role/{name}"), "name": name}
+                return name, state
+            case "aws:ecr/repository:Repository":
+                url = f"{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com/{state['name']}"
+                state |= {"repositoryUrl": url, "registryId": ACCOUNT_ID}
+            case "docker-build:index:Image":
+                state |= {"digest": DIGEST, "ref": ""}
+            case "aws:eks/cluster:Cluster":
+                state |= {
+                    "arn": self._arn("eks", f"cluster/{state['name']}", self.region),
+                    "endpoint": f"https://{state['name']}.eks.{self.region}.amazonaws.com",
+                    "certificateAuthority": {"data": CLUSTER_CA},
+                }
+                return str(state["name"]), state
+            case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
+                state |= {"associationId": "a-mock0000000000000"}
+            case "tls:index/privateKey:PrivateKey":
+                state |= {"privateKeyPem": f"{PRIVATE_KEY_PREFIX} {name}", "publicKeyPem": "pk"}
+            case (
+                "tls:index/selfSignedCert:SelfSignedCert"
+                | "tls:index/locallySignedCert:LocallySignedCert"
+            ):
+                state |= {"certPem": f"mock certificate of {name}"}
+            case "tls:index/certRequest:CertRequest":
+                state |= {"certRequestPem": f"mock request of {name}"}
+            case "random:index/randomPassword:RandomPassword":
+                state |= {"result": SUPPLIER_KEY}
+        return f"{name}-id", state
+
+    def call(
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        # A provider's error reaches the program as a failed invoke, as it does from the engine.
+        try:
+            return self._answer(args.token, args.args), []
+        except _CallFailure as failure:
+            return {}, [(failure.property, str(failure))]
+
+    def _answer(self, token: str, args: dict[str, Any]) -> dict[str, Any]:
+        world = self.world
+        match token:
+            case "aws:eks/getCluster:getCluster":
+                name = args["name"]
+                return {
+                    "name": name,
+                    "arn": self._arn("eks", f"cluster/{name}", self.region),
+                    "endpoint": f"https://{name}.eks.{self.region}.amazonaws.com",
+                    "certificateAuthorities": [{"data": CLUSTER_CA}],
+                    "version": world.cluster_version,
+                    "computeConfigs": [
+                        {"enabled": world.auto_mode, "nodePools": [], "nodeRoleArn": ""}
+                    ],
+                }
+            case "aws:eks/getAddon:getAddon":
+                if args["addonName"] not in world.addons:
+                    raise _CallFailure(
+                        "addonName",
+                        f"ResourceNotFoundException: No addon: {args['addonName']} found in"
+                        f" cluster: {args['clusterName']}",
+                    )
+                return {"addonName": args["addonName"], "clusterName": args["clusterName"]}
+            case "aws:ec2/getSubnet:getSubnet":
+                vpc, zone = world.subnets[args["id"]]
+                return {"id": args["id"], "vpcId": vpc, "availabilityZone": zone}
+            case "aws:index/getCallerIdentity:getCallerIdentity":
+                return {
+                    "accountId": ACCOUNT_ID,
+                    "arn": world.caller_arn,
+                    "id": ACCOUNT_ID,
+                    "userId": "AROAMOCK:session",
+                }
+            case "aws:iam/getSessionContext:getSessionContext":
+                role = args["arn"].split(":assumed-role/")[-1].split("/")[0]
+                return {
+                    "arn": args["arn"],
+                    "issuerArn": f"arn:{world.partition}:iam::{ACCOUNT_ID}:role/{role}",
+                    "issuerId": "AROAMOCK",
+                    "issuerName": role,
+                    "sessionName": "session",
+                }
+            case "aws:index/getPartition:getPartition":
+                return {
+                    "partition": world.partition,
+                    "dnsSuffix": "amazonaws.com",
+                    "id": world.partition,
+                    "reverseDnsPrefix": "com.amazonaws",
+                }
+            case "aws:ecr/getAuthorizationToken:getAuthorizationToken":
+                return {
+                    "proxyEndpoint": f"https://{ACCOUNT_ID}.dkr.ecr.{self.region}.amazonaws.com",
+                    "userName": "AWS",
+                    "password": REGISTRY_TOKEN,
+                    "authorizationToken": "mock",
+                    "expiresAt": "2026-01-01T12:00:00Z",
+                    "id": self.region,
+                }
+        raise NotImplementedError(f"the mocks have no answer for the call {token}")
+
+
+class _LogRecorder(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[dict[str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append({"level": record.levelname.lower(), "message": record.getMessage()})
+
+
+def _resolve(value: Any) -> Any:
+    output = pulumi.Output.from_input(value)
+    if not _sync_await(output.is_known()):
+        return UNKNOWN_MARKER
+    if _sync_await(output.is_secret()):
+        return SECRET_MARKER
+    return _plain(_sync_await(output.future()))
+
+
+def run_program(
+    config: dict[str, Any],
+    stack: str = "dev",
+    *,
+    preview: bool = False,
+    world: World | None = None,
+) -> dict[str, Any]:
+    """Run the program with these stack config values (as a stack file holds them)."""
+    project = project_document()
+    name = project["name"]
+    values = {
+        key if ":" in key else f"{name}:{key}": ConfigValue.from_yaml(value)
+        for key, value in config.items()
+    }
+    pulumi.runtime.set_all_config(program_config(stack, values, project))
+    region = str(config.get("region", "us-west-2"))
+    monitor = RecordingMonitor(ProgramMocks(region, world or World(), preview))
+    logs = _LogRecorder()
+    logger = logging.getLogger("pulumi-mocks")
+    logger.addHandler(logs)
+    logger.setLevel(logging.DEBUG)
+    pulumi.runtime.set_mocks(
+        monitor.mocks, project=name, stack=stack, preview=preview, monitor=monitor, logger=logger
+    )
+    program = PROJECT_FILE.parent / project["main"] / "__main__.py"
+    _sync_await(run_pulumi_func(lambda: _run(str(program))))
+    root = pulumi.runtime.get_root_resource()
+    outputs = {key: _resolve(value) for key, value in getattr(root, "outputs", {}).items()}
+    return {
+        "resources": [asdict(r) for r in monitor.recorded],
+        "invokes": monitor.invokes,
+        "outputs": outputs,
+        "logs": logs.lines,
+    }
+
+
+def _run(program: str) -> None:
+    runpy.run_path(program, run_name="__main__")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--config", default="{}", help="stack config values as a JSON object")
+    parser.add_argument("--stack", default="dev")
+    parser.add_argument("--preview", action="store_true")
+    parser.add_argument("--world", default="{}", help="World fields as a JSON object")
+    options = parser.parse_args(argv)
+    world_fields = json.loads(options.world)
+    if "addons" in world_fields:
+        world_fields["addons"] = tuple(world_fields["addons"])
+    if "subnets" in world_fields:
+        world_fields["subnets"] = {k: tuple(v) for k, v in world_fields["subnets"].items()}
+    try:
+        result = run_program(
+            json.loads(options.config),
+            options.stack,
+            preview=options.preview,
+            world=World(**world_fields),
+        )
+    except Exception as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    json.dump(result, sys.stdout, indent=1, sort_keys=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
