@@ -16,7 +16,12 @@ import pulumi_docker_build as docker_build
 import pulumi_random as random
 import pulumi_tls as tls
 
-from infra.commands import kubeconfig_command, logs_command, reports_command
+from infra.commands import (
+    kubeconfig_command,
+    logs_command,
+    nitro_evidence_command,
+    reports_command,
+)
 from infra.components.cluster import ClusterAccess
 from infra.components.identity import AnalystIdentity
 from infra.components.images import Images
@@ -109,6 +114,15 @@ pulumi.export(
         for layer, job_name in jobs.job_names.items()
     },
 )
+if config.comparison_pod:
+    pulumi.export("comparisonJobNames", jobs.comparison_job_names)
+    pulumi.export(
+        "nitroEvidenceCommands",
+        {
+            layer.value: nitro_evidence_command(layer.value, config.namespace)
+            for layer in config.layers
+        },
+    )
 pulumi.export(
     "reportsCommand",
     store.bucket_name.apply(lambda bucket: reports_command(config, bucket, store.report_prefix)),

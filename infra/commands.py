@@ -30,6 +30,15 @@ def logs_command(job_name: str, namespace: str) -> str:
     return shlex.join(["kubectl", "logs", "-f", f"job/{job_name}", "-n", namespace])
 
 
+def nitro_evidence_command(layer: str, namespace: str) -> str:
+    """The side-by-side guest readings of a layer's analyst pod and the ordinary pod beside it,
+    run from this checkout with the kubeconfig `kubeconfigCommand` writes."""
+    return shlex.join(
+        [".venv/bin/python", "-m", "app.controller", "nitro-evidence", "--layer", layer,
+         "--namespace", namespace]
+    )  # fmt: skip
+
+
 def reports_command(config: StackConfig, bucket: str, report_prefix: str) -> str:
     """`aws s3 ls` of the case's reports in the stack's bucket."""
     args = ["aws", *_aws_identity(config), "s3", "ls", f"s3://{bucket}/{report_prefix}"]

@@ -81,6 +81,7 @@ class StackConfig(BaseModel):
     bucket_on_destroy: BucketOnDestroy = Field(BucketOnDestroy.RETAIN, alias="bucketOnDestroy")
     bucket_versioning: bool = Field(True, alias="bucketVersioning")
     run_trigger: str = Field("1", alias="runTrigger")
+    comparison_pod: bool = Field(False, alias="comparisonPod")
     aws_profile: str = Field("", alias="awsProfile")
     aws_role_arn: str = Field("", alias="awsRoleArn")
     vpc_id: str = Field("", alias="vpcId")

@@ -15,7 +15,14 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from .naming import job_name
-from .pod_specs import LAYER_LABEL, JobInputs, job_spec, labels, supplier_pod_spec
+from .pod_specs import (
+    LAYER_LABEL,
+    JobInputs,
+    comparison_job_spec,
+    job_spec,
+    labels,
+    supplier_pod_spec,
+)
 
 # A value filled in at deployment: a str, or a Pulumi Output of one inside the program.
 DeployValue = Any
@@ -155,9 +162,11 @@ def supplier_services(namespace: str) -> list[dict[str, Any]]:
     ]
 
 
-def job_metadata(layer: Layer, namespace: str, name: DeployValue) -> dict[str, Any]:
-    """An analyst Job's metadata; the name is known only once the spec is (see analyst_job)."""
-    metadata = _metadata(name, namespace, "analyst")
+def job_metadata(
+    layer: Layer, namespace: str, name: DeployValue, component: str = env.ANALYST_COMPONENT
+) -> dict[str, Any]:
+    """A Job's metadata; the name is known only once the spec is (see analyst_job)."""
+    metadata = _metadata(name, namespace, component)
     metadata["labels"][LAYER_LABEL] = layer.value
     metadata["annotations"] = dict(SKIP_AWAIT)
     return metadata
@@ -171,5 +180,22 @@ def analyst_job(job: JobInputs, run_trigger: str) -> dict[str, Any]:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": job_metadata(job.layer, job.namespace, name),
+        "spec": spec,
+    }
+
+
+COMPARISON_JOB_PREFIX = "compare"
+
+
+def comparison_job(
+    layer: Layer, namespace: str, *, image: DeployValue, run_trigger: str
+) -> dict[str, Any]:
+    """The ordinary pod that prints the node's guest readings beside the layer's analyst pod."""
+    spec = comparison_job_spec(image=image, layer=layer)
+    name = job_name(layer, run_trigger, spec, prefix=COMPARISON_JOB_PREFIX)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": job_metadata(layer, namespace, name, env.COMPARISON_COMPONENT),
         "spec": spec,
     }

@@ -55,14 +55,14 @@ def spec_hash(spec: Any) -> str:
     return _digest(canonical, SPEC_HASH_LENGTH)
 
 
-def job_name(layer: Layer, run_trigger: str, spec: Any) -> str:
-    """`analyst-<layer>-<runTrigger>-<hash of the Job spec>`.
+def job_name(layer: Layer, run_trigger: str, spec: Any, prefix: str = "analyst") -> str:
+    """`<prefix>-<layer>-<runTrigger>-<hash of the Job spec>` (prefix: analyst, or compare).
 
     Any change to what the Job would run gives a new name, so a Job is never replaced in place
     under the same name (which races the old object's deletion): the new one is created beside
     it, and the old one is left to its TTL with its log.
     """
-    name = f"analyst-{layer.value}-{run_trigger}-{spec_hash(spec)}"
+    name = f"{prefix}-{layer.value}-{run_trigger}-{spec_hash(spec)}"
     if len(name) > JOB_NAME_MAX:
         raise ValueError(f"Job name {name!r} is longer than {JOB_NAME_MAX} characters")
     return name

@@ -27,6 +27,7 @@ from .manifests import (
     ANALYST_SERVICE_ACCOUNT,
     analyst_job,
     analyst_service_account,
+    comparison_job,
     namespace_object,
     supplier_ca_config_map,
     supplier_config_checksum,
@@ -100,6 +101,13 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
         )
         for layer in config.layers
     ]
+    if config.comparison_pod:
+        objects += [
+            comparison_job(
+                layer, namespace, image=values.analyst_image, run_trigger=config.run_trigger
+            )
+            for layer in config.layers
+        ]
     return objects
 
 

@@ -20,6 +20,8 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
 
+from app.core.pins import bubblewrap_build_args
+
 from ..build_context import context_files, source_digest
 from ..config import REPO_ROOT, ImageMode, StackConfig
 from ..naming import ecr_repository_name
@@ -28,6 +30,7 @@ from ..naming import ecr_repository_name
 PLATFORM = docker_build.Platform.LINUX_AMD64
 
 DOCKERFILES = {"analyst": "Dockerfile.analyst", "supplier-api": "Dockerfile.supplier-api"}
+BUILD_ARGS = {"analyst": bubblewrap_build_args()}
 
 # The label that ties an image to the files it was built from (infra/build_context.py).
 SOURCE_LABEL = "procurement-analyst.source-sha256"
@@ -99,6 +102,9 @@ class Images(pulumi.ComponentResource):
             dockerfile=docker_build.DockerfileArgs(location=_relative(REPO_ROOT / dockerfile)),
             platforms=[PLATFORM],
             labels={SOURCE_LABEL: source_digest(REPO_ROOT, context_files(REPO_ROOT, dockerfile))},
+            # What the analyst image builds from source, from the one pin (app/core/pins.py);
+            # Dockerfile.analyst has no defaults of its own.
+            build_args=BUILD_ARGS.get(image),
             # No tags: one export to the repository, by digest only.
             push=False,
             exports=[

@@ -8,10 +8,11 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from ..config import StackConfig
-from ..manifests import ANALYST_SERVICE_ACCOUNT, analyst_job, job_metadata
+from ..manifests import ANALYST_SERVICE_ACCOUNT, analyst_job, comparison_job, job_metadata
 from ..pod_specs import JobInputs
 from .options import child_options
 
@@ -27,6 +28,7 @@ class AnalystJobs(pulumi.ComponentResource):
     """
 
     job_names: dict[str, pulumi.Output[str]]
+    comparison_job_names: dict[str, pulumi.Output[str]]
 
     def __init__(
         self,
@@ -42,6 +44,7 @@ class AnalystJobs(pulumi.ComponentResource):
         super().__init__("analyst:jobs:AnalystJobs", name, None, opts)
         job_opts = child_options(self, opts, provider, retain_on_delete=True)
         self.job_names = {}
+        self.comparison_job_names = {}
         for layer in config.layers:
             job = pulumi.Output.all(image, bucket_name, role_name).apply(
                 functools.partial(_render, config, layer)
@@ -57,7 +60,42 @@ class AnalystJobs(pulumi.ComponentResource):
                 opts=job_opts,
             )
             self.job_names[layer.value] = created.metadata.name
-        self.register_outputs({"job_names": self.job_names})
+            if config.comparison_pod:
+                self.comparison_job_names[layer.value] = self._comparison(
+                    name, config, layer, image, provider, created
+                )
+        self.register_outputs(
+            {"job_names": self.job_names, "comparison_job_names": self.comparison_job_names}
+        )
+
+    def _comparison(
+        self,
+        name: str,
+        config: StackConfig,
+        layer: Layer,
+        image: pulumi.Input[str],
+        provider: k8s.Provider,
+        analyst: k8s.batch.v1.Job,
+    ) -> pulumi.Output[str]:
+        # After the analyst Job: its pod must be on a node for this one's affinity to place
+        # it there.
+        job = pulumi.Output.from_input(image).apply(
+            lambda ref: comparison_job(
+                layer, config.namespace, image=ref, run_trigger=config.run_trigger
+            )
+        )
+        created = k8s.batch.v1.Job(
+            f"{name}-compare-{layer.value}",
+            metadata=cast(
+                "k8s.meta.v1.ObjectMetaArgsDict",
+                job_metadata(layer, config.namespace, job.apply(_name), env.COMPARISON_COMPONENT),
+            ),
+            spec=job.apply(_spec),
+            opts=pulumi.ResourceOptions(
+                parent=self, provider=provider, depends_on=[analyst], retain_on_delete=True
+            ),
+        )
+        return created.metadata.name
 
 
 def _render(config: StackConfig, layer: Layer, values: list[str]) -> dict[str, Any]:

@@ -24,6 +24,11 @@ from pulumi_policy import (
 )
 
 SANDBOX = "isolated-sandbox"
+# The pods' labels, as app/core/cluster_env.py names them (a test keeps the two in step: the
+# pack runs on its own, without the application's packages).
+COMPONENT_LABEL = "app.kubernetes.io/name"
+ANALYST_COMPONENT = "analyst"
+COMPARISON_COMPONENT = "ordinary-comparison"
 LAYER_LABEL = "procurement-analyst/layer"
 # The only containers that may be privileged, and the only one that may be root: bwrap's
 # private procfs needs a privileged controller, and only root can raise the guest's user
@@ -68,7 +73,11 @@ def _pod_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any]
 
 def _is_bubblewrap_job(resource_type: str, props: Mapping[str, Any]) -> bool:
     labels = (props.get("metadata") or {}).get("labels") or {}
-    return resource_type == JOB and labels.get(LAYER_LABEL) == "bubblewrap"
+    return (
+        resource_type == JOB
+        and labels.get(LAYER_LABEL) == "bubblewrap"
+        and labels.get(COMPONENT_LABEL) == ANALYST_COMPONENT
+    )
 
 
 def _containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
@@ -80,12 +89,22 @@ def _containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any
 # --- resource checks: (name, resource type, props) -> violations ---------------------------
 
 
+def _component(props: Mapping[str, Any]) -> str | None:
+    labels = (props.get("metadata") or {}).get("labels") or {}
+    component = labels.get(COMPONENT_LABEL)
+    return component if isinstance(component, str) else None
+
+
 def sandbox_runtime(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """Every analyst pod runs in the isolated-sandbox RuntimeClass."""
+    """Every analyst pod runs in the isolated-sandbox RuntimeClass (the ordinary comparison
+    pod must not: it shows what a pod outside the sandbox reports on the same node)."""
     if resource_type != JOB:
         return []
-    spec = _pod_spec(resource_type, props) or {}
-    found = spec.get("runtimeClassName")
+    found = (_pod_spec(resource_type, props) or {}).get("runtimeClassName")
+    if _component(props) == COMPARISON_COMPONENT:
+        if found is not None:
+            return [f"{name}: the ordinary comparison pod runs in RuntimeClass {found!r}"]
+        return []
     if found != SANDBOX:
         return [f"{name}: the analyst pod runs in RuntimeClass {found!r}, not {SANDBOX!r}"]
     return []

@@ -28,6 +28,8 @@ EXPECTED_FILES = (
     "deployment-supplier-api.yaml",
     "job-analyst-bubblewrap-1-*.yaml",
     "job-analyst-nono-1-*.yaml",
+    "job-compare-bubblewrap-1-*.yaml",
+    "job-compare-nono-1-*.yaml",
     "namespace-procurement-analyst-dev.yaml",
     "secret-supplier-key.yaml",
     "secret-supplier-tls.yaml",
