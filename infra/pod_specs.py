@@ -48,7 +48,7 @@ RAISE_USERNS_SCRIPT = (
 )
 
 # Files in a Secret volume: owner root, group fsGroup (the app's gid), readable by that group.
-KEY_FILE_MODE = 0o440
+KEY_FILE_MODE = env.SECRET_FILE_MODE
 
 # Finished Jobs (and their pods, whose log is the check list) stay this long, then the TTL
 # controller removes them; the report stays in S3.

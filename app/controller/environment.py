@@ -61,6 +61,11 @@ class ModelChoice:
     description: str
     bedrock: bool
     make: Callable[[], Model]
+    # Why Bedrock's own checks cannot run, when the model is not Bedrock.
+    no_bedrock_reason: str = "the local run uses the offline model; this runs in the cluster"
+
+
+OFFLINE_MODEL = "the offline model, a deterministic Strands model"
 
 
 @dataclass(frozen=True)
@@ -88,6 +93,7 @@ class RunMode(ABC):
 
     name: str
     in_cluster: bool
+    rehearsal: bool = False
     default_base: Path
     # Where report files are copied when --out is not given.
     default_out_parent: Path
@@ -97,6 +103,10 @@ class RunMode(ABC):
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
     ) -> Services:
         """Starts or locates every service; the stack stops what was started."""
+
+    def notices(self) -> list[str]:
+        """Lines the run prints before its checks about how it runs (none by default)."""
+        return []
 
 
 class LocalMode(RunMode):
@@ -127,11 +137,7 @@ class LocalMode(RunMode):
                 expected_caller=aws.expected_caller_arn,
                 exact=True,
             ),
-            model=ModelChoice(
-                "the offline model, a deterministic Strands model: no Bedrock locally",
-                False,
-                OfflineModel,
-            ),
+            model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, OfflineModel),
         )
 
 
@@ -173,6 +179,23 @@ class ClusterMode(RunMode):
         self.ca_file = Path(environ[cluster_env.SUPPLIER_CA_FILE])
         self.agent = urlsplit(environ[cluster_env.POD_IDENTITY_URI])
         self.token_file = Path(environ[cluster_env.POD_IDENTITY_TOKEN_FILE])
+        switch = environ.get(cluster_env.REHEARSAL)
+        if switch not in (None, cluster_env.REHEARSAL_ON):
+            raise SettingMissing(
+                f"{cluster_env.REHEARSAL}={switch!r}",
+                f"only `python -m rehearsal` sets it, to {cluster_env.REHEARSAL_ON!r}",
+            )
+        self.rehearsal = switch == cluster_env.REHEARSAL_ON
+
+    def notices(self) -> list[str]:
+        """What the run's log must say before its checks: here, that this is a rehearsal."""
+        if not self.rehearsal:
+            return []
+        return [
+            f"REHEARSAL: {cluster_env.REHEARSAL}={cluster_env.REHEARSAL_ON} is set: this pod is "
+            "rehearsed on one machine; the offline model stands in for Bedrock, and what only "
+            "the analyst image holds SKIPs"
+        ]
 
     def start(
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
@@ -192,11 +215,20 @@ class ClusterMode(RunMode):
                 expected_caller=self.role_name,
                 exact=False,
             ),
-            model=ModelChoice(
-                f"Bedrock {self.model_id}",
-                True,
-                lambda: bedrock_model(self.model_id, self.region),
-            ),
+            model=self._model(),
+        )
+
+    def _model(self) -> ModelChoice:
+        if self.rehearsal:
+            return ModelChoice(
+                f"{OFFLINE_MODEL}: a rehearsal ({cluster_env.REHEARSAL}) has no Bedrock",
+                False,
+                OfflineModel,
+                no_bedrock_reason=f"a rehearsal ({cluster_env.REHEARSAL}) uses the offline "
+                f"model; the Job runs {self.model_id} on Bedrock",
+            )
+        return ModelChoice(
+            f"Bedrock {self.model_id}", True, lambda: bedrock_model(self.model_id, self.region)
         )
 
     def _supplier(self) -> SupplierEndpoint:

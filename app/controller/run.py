@@ -20,6 +20,7 @@ from app.controller.environment import RunMode, Services, mode_from_environment
 from app.controller.guest import read_guest
 from app.controller.layers import LayerFactory, shipped_layer
 from app.controller.phases.business import business
+from app.controller.phases.cluster import cluster_mounts_and_names
 from app.controller.phases.correlation import correlation
 from app.controller.phases.evidence import finish
 from app.controller.phases.identity import identity_and_storage
@@ -103,6 +104,7 @@ def prepared_run(options: RunOptions, stream: TextIO | None = None) -> Iterator[
             checks=CheckLog(stream=stream or sys.stdout),
             evidence=Evidence(),
             in_cluster=mode.in_cluster,
+            rehearsal=mode.rehearsal,
         )
         yield PreparedRun(run, services, client, folder, mode)
 
@@ -119,6 +121,8 @@ def run_case(
     with prepared_run(options, stream) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
         print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
+        for notice in prepared.mode.notices():
+            print(notice, file=run.checks.stream)
         guest = read_guest()
         print(guest.line(), file=run.checks.stream, flush=True)
         run.evidence.record("guest", guest.as_json())
@@ -127,6 +131,8 @@ def run_case(
 
         layer_checks.process()
         stored = identity_and_storage(run, services, prepared.folder)
+        if run.in_cluster:
+            cluster_mounts_and_names(run)
         stage_inputs(run, stored)
         layer_checks.boundary()
         availability = supplier(run, client, stored)

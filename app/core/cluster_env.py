@@ -34,6 +34,12 @@ COMPARISON_COMPONENT: Final = "ordinary-comparison"
 # The value of ANALYST_MODE that selects S3, Bedrock and the in-cluster supplier API.
 CLUSTER_MODE: Final = "cluster"
 
+# Set only by `python -m rehearsal`, which runs a Job's pod on one machine: the offline model
+# stands in for Bedrock and the image-only checks SKIP with that reason. No manifest may set it
+# (a test and the policy pack check every container of every object the program renders).
+REHEARSAL: Final = "ANALYST_REHEARSAL"
+REHEARSAL_ON: Final = "1"
+
 # Where the image keeps the application and its sample cases.
 APP_DIR: Final = "/opt/analyst"
 CASES_DIR: Final = f"{APP_DIR}/cases"
@@ -48,6 +54,9 @@ SUPPLIER_TLS_SECRET: Final = "supplier-tls"
 SUPPLIER_CA_CONFIGMAP: Final = "supplier-ca"
 SUPPLIER_KEY_ITEM: Final = "api-key"
 SUPPLIER_CA_ITEM: Final = "ca.crt"
+# The mode of every file of a Secret volume the pods mount (the volumes' defaultMode): owner
+# root, group the pod's fsGroup, readable by that group alone. A cluster run checks it.
+SECRET_FILE_MODE: Final = 0o440
 
 # The controller's private run directory; a writable emptyDir under a read-only root.
 RUN_DIR: Final = "/var/lib/analyst"

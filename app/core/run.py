@@ -46,6 +46,9 @@ class Run:
     # In the analyst Job's pod (ANALYST_MODE=cluster), not on a local machine: the checks that
     # only a cluster run can make FAIL rather than SKIP when what they read is missing.
     in_cluster: bool = False
+    # A cluster-mode run rehearsed on one machine (`python -m rehearsal`): what only the real
+    # image or Bedrock has SKIPs with that reason instead of failing.
+    rehearsal: bool = False
 
     @property
     def report_prefix(self) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from app.core.files import read_regular
+from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.secret_names import MODEL_KEY_VARIABLES, credential_variables
 from app.tools.layer import ToolRunner
@@ -88,14 +89,19 @@ class CommonChecks:
 
     def hidden_files_refused(self) -> None:
         """Another role's file, the supplier key and the AWS credential: open at the tool's
-        uid without the layer, refused to the reader with the layer's exact errno."""
+        uid without the layer, refused with the layer's exact errno to the reader and, for the
+        AWS credential (the Pod Identity token in the cluster), to every role."""
         run, refusals = self.run, self.layer.refusals
-        targets: Iterable[tuple[str, Path]] = (
-            ("the writer's private file", run.paths.workspace("writer").input / "private.json"),
-            ("the supplier key file", run.supplier.key_file),
-            (run.aws_credential.description, run.aws_credential.path),
+        targets: Iterable[tuple[str, Path, tuple[Role, ...]]] = (
+            (
+                "the writer's private file",
+                run.paths.workspace("writer").input / "private.json",
+                ("reader",),
+            ),
+            ("the supplier key file", run.supplier.key_file, ("reader",)),
+            (run.aws_credential.description, run.aws_credential.path, ROLES),
         )
-        for label, path in targets:
+        for label, path, roles in targets:
             control = self.layer.run_unconfined("open-read", str(path))
             self.checks.require(
                 control.ok,
@@ -103,13 +109,14 @@ class CommonChecks:
                 f"{label} ({path})",
                 detail=f"the open {control.observed}",
             )
-            refused = self.layer.run_tool("reader", "open-read", str(path))
-            self.checks.require(
-                refused.refused_with(refusals.hidden_file),
-                f"the reader cannot open {label}: {refusals.hidden_file_reason}: "
-                f"{refusals.hidden_file}",
-                detail=f"observed {refused.observed}",
-            )
+            for role in roles:
+                refused = self.layer.run_tool(role, "open-read", str(path))
+                self.checks.require(
+                    refused.refused_with(refusals.hidden_file),
+                    f"the {role} cannot open {label}: {refusals.hidden_file_reason}: "
+                    f"{refusals.hidden_file}",
+                    detail=f"observed {refused.observed}",
+                )
 
     # --- what the writer may do -----------------------------------------------------------
 

@@ -80,6 +80,19 @@ def test_in_the_cluster_a_missing_record_fails(run: Run, tmp_path: Path) -> None
     assert _lines(run)[-1].startswith("FAIL the image records the pinned source")
 
 
+def test_a_rehearsal_without_a_record_skips_saying_it_is_a_rehearsal(
+    run: Run, tmp_path: Path
+) -> None:
+    rehearsal = replace(run, in_cluster=True, rehearsal=True)
+    check_provenance(rehearsal, _readings("bubblewrap 0.8.0"), record_path=tmp_path / "none.json")
+    first, second = _lines(run)
+    assert first.startswith(
+        "SKIP bwrap reports the pinned version: bubblewrap 0.13.1 — a rehearsal"
+    )
+    assert second.startswith("SKIP the image records the pinned source")
+    assert run.checks.passed == 0
+
+
 def test_in_the_cluster_another_version_fails_naming_both(run: Run, tmp_path: Path) -> None:
     cluster = replace(run, in_cluster=True)
     with pytest.raises(CheckFailed):

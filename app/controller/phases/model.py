@@ -67,8 +67,7 @@ def model_turn(
         )
     else:
         checks.skip(
-            "Bedrock returned a real turn with nonzero token usage",
-            "the local run uses the offline model; this runs in the cluster",
+            "Bedrock returned a real turn with nonzero token usage", model.no_bedrock_reason
         )
     keys = [case.proposal_key(s.id) for s in case.suppliers]
     chosen = checks.holds(

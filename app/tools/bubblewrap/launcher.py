@@ -31,7 +31,7 @@ from app.tools.layer import ConfinementLayer, Direction, Refusals
 
 REFUSALS = Refusals(
     hidden_file=Errno.ENOENT,
-    hidden_file_reason="it is not in the reader's filesystem at all, not merely unreadable",
+    hidden_file_reason="it is not in that role's filesystem at all, not merely unreadable",
     input_write=Errno.EROFS,
     input_write_reason="what refuses is the read-only mount, not the file's mode",
 )

@@ -63,10 +63,11 @@ def check_provenance(
     record_claim = (
         f"the image records the pinned source bwrap was built from: {pin.tag}, commit {pin.commit}"
     )
-    if isinstance(record, str) and not run.in_cluster:
+    if isinstance(record, str) and (not run.in_cluster or run.rehearsal):
+        which = "a rehearsal" if run.rehearsal else "a local run"
         checks.skip(
             version_claim,
-            f"a local run uses the bwrap it finds, here {readings.path}, which reports "
+            f"{which} uses the bwrap it finds, here {readings.path}, which reports "
             f"{readings.version!r}: this machine's own build, not the analyst image's",
         )
         checks.skip(record_claim, f"{record}: only the analyst image has one")
