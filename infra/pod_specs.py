@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from app.core import cluster_env as env
+from app.core.ids import OTHER_CASE_ID
 from app.core.roles import Layer
 
 SANDBOX_RUNTIME_CLASS = "isolated-sandbox"
@@ -93,14 +94,18 @@ class JobInputs:
 
 
 def supplier_command(case_id: str) -> list[str]:
-    """The supplier API's command line; the one place its flags are spelled."""
+    """The supplier API's command line; the one place its flags are spelled.
+
+    It serves the other case too: the nono run's control shows the supplier API accepting a
+    read of that case from the controller, which a role's proxy refuses.
+    """
+    cases = [case_id] + ([OTHER_CASE_ID] if case_id != OTHER_CASE_ID else [])
     return [
         "python",
         "-m",
         "app.supplier_api",
         "serve",
-        "--case-dir",
-        f"{env.CASES_DIR}/{case_id}",
+        *(part for case in cases for part in ("--case-dir", f"{env.CASES_DIR}/{case}")),
         "--key-file",
         f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
         "--cert",

@@ -266,7 +266,7 @@ def test_the_supplier_api_has_two_cluster_ip_services_on_one_pod(default_stack: 
     )
 
 
-def test_the_supplier_command_serves_the_case_with_its_key_and_certificate(
+def test_the_supplier_command_serves_the_case_and_the_other_case_with_its_key_and_certificate(
     default_stack: StackRun,
 ) -> None:
     container = default_stack.one("kubernetes:apps/v1:Deployment")["inputs"]["spec"]["template"][
@@ -279,6 +279,9 @@ def test_the_supplier_command_serves_the_case_with_its_key_and_certificate(
         "serve",
         "--case-dir",
         "/opt/analyst/cases/rfp-001",
+        # The nono run's control reads the other case from the supplier as the controller.
+        "--case-dir",
+        "/opt/analyst/cases/rfp-other",
         "--key-file",
         "/opt/supplier-key/api-key",
         "--cert",

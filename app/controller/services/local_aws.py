@@ -163,6 +163,46 @@ def _moto_server() -> Path:
     return path
 
 
+def start_moto_server(
+    state_dir: Path, no_auth_requests: int
+) -> tuple[subprocess.Popen[bytes], str]:
+    """A moto server on loopback that serves ``no_auth_requests`` requests without checking
+    them and enforces IAM on every later one; returns the process and its endpoint URL."""
+    port = _free_port()
+    endpoint_url = f"http://{LOOPBACK}:{port}"
+    env = {
+        "PATH": os.defpath,
+        "LC_ALL": "C.UTF-8",
+        "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
+    }
+    log_path = state_dir / "moto.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(_moto_server()), "-H", LOOPBACK, "-p", str(port)],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            break
+        # A bare TCP connect: an HTTP probe would be an S3 request and use up a bootstrap call.
+        try:
+            socket.create_connection((LOOPBACK, port), timeout=1).close()
+            return process, endpoint_url
+        except OSError:
+            time.sleep(0.1)
+    output = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
+    stop_process(process)
+    raise LocalAwsError(
+        f"moto_server did not listen on {LOOPBACK}:{port} within "
+        f"{STARTUP_TIMEOUT_SECONDS:.0f}s (output: {output.strip() or 'empty'}); "
+        "check moto[server] is installed and the port is free"
+    )
+
+
 class LocalAws:
     """Starts moto, provisions the analyst's world, and stops moto when the block ends."""
 
@@ -191,38 +231,8 @@ class LocalAws:
 
     def _start_moto(self) -> None:
         self.state_dir.mkdir(mode=0o700)
-        port = _free_port()
-        self._endpoint_url = f"http://{LOOPBACK}:{port}"
-        env = {
-            "PATH": os.defpath,
-            "LC_ALL": "C.UTF-8",
-            "INITIAL_NO_AUTH_ACTION_COUNT": str(len(BOOTSTRAP_CALLS)),
-        }
-        log_path = self.state_dir / "moto.log"
-        with log_path.open("wb") as log:
-            self._process = subprocess.Popen(
-                [str(_moto_server()), "-H", LOOPBACK, "-p", str(port)],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                break
-            # A bare TCP connect: an HTTP probe would be an S3 request and use up a bootstrap call.
-            try:
-                socket.create_connection((LOOPBACK, port), timeout=1).close()
-                return
-            except OSError:
-                time.sleep(0.1)
-        output = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
-        self.stop()
-        raise LocalAwsError(
-            f"moto_server did not listen on {LOOPBACK}:{port} within "
-            f"{STARTUP_TIMEOUT_SECONDS:.0f}s (output: {output.strip() or 'empty'}); "
-            "check moto[server] is installed and the port is free"
+        self._process, self._endpoint_url = start_moto_server(
+            self.state_dir, len(BOOTSTRAP_CALLS)
         )
 
     def _client(self, service: Service, key: tuple[str, str], *, retries: bool = True) -> Any:

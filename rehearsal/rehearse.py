@@ -1,0 +1,135 @@
+"""One rehearsal, inside its namespaces: the stack's objects, its stand-ins, and each pod run as
+the kubelet would, in the order `pulumi up` creates them (the supplier ready, then the Jobs)."""
+
+from __future__ import annotations
+
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Final, TextIO
+
+from app.core import cluster_env as env
+from app.core.roles import Layer
+
+from . import namespace
+from .aws import RehearsalAws
+from .diagnose import explain
+from .image import ensure_image
+from .network import allocate, bring_up
+from .nitro import compare_guests
+from .objects import BUCKET, ROLE_NAME, Tweak, render
+from .pod_identity import PodIdentityAgent
+from .pods import Kubelet, PodResult, pod_name, service_reaches
+from .secret_values import make_values
+from .verdicts import Verdicts, analyst_verdicts, init_outcome
+
+STAND_INS: Final = (
+    "the Nitro VM: not simulated; every pod runs on this machine's kernel "
+    "(runtimeClassName is named below as not simulated)",
+    "EKS Pod Identity: a stand-in webhook (the variables and the projected token it adds) and "
+    "agent (169.254.170.23:80) that checks the pod's token and the role's trust policy",
+    "S3, IAM and STS: a moto server with IAM enforcement, the stack's bucket, seeded objects, "
+    "role and policies as the program renders them",
+    "Bedrock: not called; the controller's offline model, selected by "
+    f"{env.REHEARSAL}={env.REHEARSAL_ON}",
+    "the images: this machine's /usr and /etc, the checkout at /opt/analyst, and "
+    "requirements-runtime.txt in a virtual environment of /usr/bin/python3 at /usr/local",
+    "cluster DNS and Services: the Services' cluster names in each pod's /etc/hosts, their "
+    "ClusterIPs on the rehearsal network's loopback, one network for every pod",
+)
+
+
+@dataclass(frozen=True)
+class Options:
+    layers: tuple[Layer, ...]
+    comparison: bool
+    stream: TextIO
+    tweak: Tweak | None = None
+
+
+def rehearse(options: Options) -> int:
+    out = options.stream
+    verdicts = Verdicts(out)
+    ensure_image(out)  # built before the namespaces; here only confirmed
+    stack = render(options.tweak)
+    print(
+        f"==> rehearsal of the {stack.namespace} namespace: {len(stack.objects)} objects "
+        "rendered by infra.render_manifests (what `make manifests` writes)",
+        file=out,
+    )
+    for line in STAND_INS:
+        print(f"  stand-in: {line}", file=out)
+    state = namespace.mount_state()
+    host_userns = namespace.host_max_user_namespaces()
+    services = allocate(stack.services, stack.namespace)
+    for address in services:
+        problem = service_reaches(address, stack.supplier)
+        if problem:
+            verdicts.check(False, "every Service routes to its pod", problem)
+            return 1
+    bring_up(services)
+    names = {layer: pod_name(job["metadata"]["name"]) for layer, job in stack.analyst_jobs.items()}
+    aws = RehearsalAws(stack, BUCKET, ROLE_NAME, state / "aws", list(names.values()))
+    (state / "aws").mkdir()
+    with ExitStack() as cleanup:
+        cleanup.callback(aws.stop)
+        aws.start()
+        agent = PodIdentityAgent(aws)
+        agent.start()
+        cleanup.callback(agent.stop)
+        added = {"AWS_ENDPOINT_URL": aws.endpoint_url, env.REHEARSAL: env.REHEARSAL_ON}
+        kubelet = Kubelet(stack, state, make_values(stack), services, agent, added)
+        cleanup.callback(kubelet.stop)
+        print(f"  moto: bucket {aws.bucket}, role {aws.role_arn}, at {aws.endpoint_url}", file=out)
+        supplier = kubelet.start_deployment(stack.supplier)
+        _pod_header(supplier, out)
+
+        def announce(result: PodResult) -> None:
+            _pod_header(result, out)
+            if result.admitted:
+                for name, value in added.items():
+                    print(
+                        f"  added by the rehearsal, not in the manifest: {name}={value}", file=out
+                    )
+            print(f"--- log of {result.name} ---", file=out, flush=True)
+
+        if not verdicts.check(
+            not supplier.refusal and supplier.exit_code is None,
+            f"the supplier Deployment's pod {supplier.name} is ready "
+            f"(readiness probe on port {env.SUPPLIER_PORT})",
+            "; ".join([supplier.refusal, *supplier.log("supplier-api")[-5:]]),
+        ):
+            return 1
+        for layer in options.layers:
+            job = stack.analyst_jobs.get(layer)
+            if job is None:
+                verdicts.check(False, f"the stack renders an analyst Job for {layer}")
+                continue
+            result = kubelet.run_job(job, out, name=names[layer], announce=announce)
+            _pod_header(result, out, after=True)
+            init_outcome(result, host_userns, verdicts)
+            analyst_verdicts(result, layer, aws, agent, verdicts, added)
+            for sentence in explain(result) if not result.succeeded else []:
+                verdicts.check(False, f"the failure comes from {sentence}")
+            comparison = stack.comparison_jobs.get(layer)
+            if options.comparison and comparison is not None:
+                compared = kubelet.run_job(comparison, out, announce=announce)
+                _pod_header(compared, out, after=True)
+                compare_guests(result, compared, verdicts)
+        if namespace.host_max_user_namespaces() != host_userns:
+            verdicts.check(False, "this machine's user.max_user_namespaces is unchanged")
+    print("==> rehearsal summary", file=out)
+    for line in verdicts.lines:
+        print(f"  {line}", file=out)
+    return 1 if verdicts.failed else 0
+
+
+def _pod_header(result: PodResult, out: TextIO, *, after: bool = False) -> None:
+    if after:
+        state = f"refused: {result.refusal}" if result.refusal else f"exit code {result.exit_code}"
+        print(f"==> pod {result.name} ({result.owner}) ended: {state}", file=out, flush=True)
+        return
+    print(f"==> pod {result.name} ({result.owner})", file=out)
+    for line in result.admitted:
+        print(f"  admission (Pod Identity webhook stand-in) added {line}", file=out)
+    for line in result.not_simulated:
+        print(f"  not simulated: {line}", file=out)
