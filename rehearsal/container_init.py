@@ -36,6 +36,7 @@ MS_REC = 0x4000
 MNT_DETACH = 0x2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 START_ERROR = 128
+CLEAN_PROC = "/.rehearsal/proc"
 # Device nodes a runtime gives an unprivileged container (the OCI runtime spec's defaults).
 DEFAULT_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
@@ -197,6 +198,14 @@ def mount_proc_and_sys(root: Path, plan: dict[str, Any]) -> None:
             mount("tmpfs", target, "tmpfs", MS_RDONLY)
         else:
             bind(Path("/dev/null"), target, readonly=False, recursive=False)
+    if plan["stand_ins"] and not plan["masked"]:
+        # NOTE: a file mounted over a /proc entry (the stand-in) makes the kernel deem that
+        # procfs "not fully visible", and refuse a new procfs in a user namespace (bwrap's)
+        # with EPERM. An unmasked container's /proc has no such mount in the cluster, so one
+        # clean procfs beside it restores what the kernel sees there; a masked /proc gets none.
+        clean = root / CLEAN_PROC.lstrip("/")
+        clean.mkdir(parents=True)
+        mount("proc", clean, "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def pivot_into(root: Path) -> None:
