@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.installed
 
-.PHONY: demo test bench policies policies-check manifests lint clean
+.PHONY: demo test bench policies policies-check manifests rehearse lint clean
 
 $(READY): requirements.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV)
@@ -34,7 +34,11 @@ policies-check: $(READY)
 manifests: $(READY)
 	$(PY) -m infra.render_manifests --out build/manifests
 
-## lint: ruff, strict mypy (app/, infra/, bench/, tests/support/, policies/pack/), and the workflows
+## rehearse: run each layer's Job pod from the rendered manifests as the kubelet would (root)
+rehearse: $(READY)
+	$(PY) -m rehearsal all
+
+## lint: ruff, strict mypy (app/, infra/, bench/, rehearsal/, tests/support/, policies/pack/), and the workflows
 lint: $(READY)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .

@@ -87,6 +87,9 @@ def _mounted_paths(line: str, pod: Any, container: dict[str, Any], failed: Any) 
             source = pod.volumes.sources.get(volume, f"volume {volume}")
             field = f"{failed.where}.volumeMounts[{index}]"
             if line.startswith("FAIL "):
+                # A failed check names paths of many kinds; what it can have found is a secret.
+                if not source.startswith(("Secret ", "a projected")):
+                    continue
                 found.append(
                     f"{field}.mountPath puts {source} at {mount_path}, where the failed check "
                     f"found it ({path})"

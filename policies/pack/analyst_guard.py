@@ -36,6 +36,10 @@ LAYER_LABEL = "procurement-analyst/layer"
 PRIVILEGED_CONTAINERS = {("initContainers", "raise-userns-limit"), ("containers", "analyst")}
 ROOT_CONTAINER = ("initContainers", "raise-userns-limit")
 
+# Only `python -m rehearsal` sets this variable (app/core/cluster_env.REHEARSAL): in a deployed
+# pod it would swap Bedrock for the offline model and skip the image's provenance checks.
+REHEARSAL_SWITCH = "ANALYST_REHEARSAL"
+
 JOB = "kubernetes:batch/v1:Job"
 DEPLOYMENT = "kubernetes:apps/v1:Deployment"
 SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
@@ -159,6 +163,21 @@ def no_token_mount(name: str, resource_type: str, props: Mapping[str, Any]) -> l
     return []
 
 
+def no_rehearsal_switch(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
+    """No container of any pod sets the rehearsal's switch."""
+    spec = _pod_spec(resource_type, props)
+    if spec is None:
+        return []
+    return [
+        f"{name}: container {container.get('name')!r} sets {REHEARSAL_SWITCH}, which only a "
+        "rehearsal may set"
+        for _, container in _containers(spec)
+        if any(
+            (entry or {}).get("name") == REHEARSAL_SWITCH for entry in container.get("env") or []
+        )
+    ]
+
+
 def bounded_jobs(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
     """A Job runs once, within a deadline, and is cleaned up after a TTL."""
     if resource_type != JOB:
@@ -195,6 +214,10 @@ RESOURCE_CHECKS: dict[str, tuple[str, Callable[[str, str, Mapping[str, Any]], li
         non_root,
     ),
     "no-service-account-token": ("automountServiceAccountToken: false.", no_token_mount),
+    "no-rehearsal-switch": (
+        f"No pod sets {REHEARSAL_SWITCH}: the offline model is for rehearsals only.",
+        no_rehearsal_switch,
+    ),
     "jobs-run-once-with-deadline-and-ttl": (
         "Jobs have backoffLimit 0, a deadline and a TTL.",
         bounded_jobs,

@@ -98,6 +98,7 @@ def test_the_pack_names_the_pods_by_the_contracts_labels() -> None:
     assert analyst_guard.LAYER_LABEL == cluster_env.LAYER_LABEL
     assert analyst_guard.ANALYST_COMPONENT == cluster_env.ANALYST_COMPONENT
     assert analyst_guard.COMPARISON_COMPONENT == cluster_env.COMPARISON_COMPONENT
+    assert analyst_guard.REHEARSAL_SWITCH == cluster_env.REHEARSAL
 
 
 def test_the_outputs_name_each_comparison_and_the_command(compared: StackRun) -> None:

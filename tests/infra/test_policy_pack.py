@@ -107,6 +107,7 @@ def test_the_pack_has_every_policy_the_review_asks_for() -> None:
         "privileged-only-for-bubblewrap",
         "non-root-except-userns-init",
         "no-service-account-token",
+        "no-rehearsal-switch",
         "jobs-run-once-with-deadline-and-ttl",
         "ecr-scan-on-push",
         "bucket-private-and-encrypted",
@@ -203,6 +204,18 @@ BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
         "token-account",
         _set(["automountServiceAccountToken"], True),
         "automountServiceAccountToken is not false",
+    ),
+    (
+        "nono",
+        "rehearsal-switch",
+        _set([*POD, "containers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]),
+        "container 'analyst' sets ANALYST_REHEARSAL",
+    ),
+    (
+        "bubblewrap",
+        "rehearsal-switch-init",
+        _set([*POD, "initContainers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]),
+        "container 'raise-userns-limit' sets ANALYST_REHEARSAL",
     ),
     ("bubblewrap", "retries", _set(["spec", "backoffLimit"], 3), "backoffLimit is 3, not 0"),
     (

@@ -4,6 +4,9 @@
     app.supplier_api -> app.core.ids (its image carries nothing else of the app's)
     app.tools.worker -> nothing of the app (it runs alone inside the sandbox)
     infra -> app.core (what it renders: the contracts and policies), never tools or controller
+    rehearsal -> infra and app (it runs what infra renders with the app's stand-ins); nothing
+                 imports it, and its container_init (run before a container exists) imports
+                 nothing of the project
 
 Every import statement counts, including those inside functions and TYPE_CHECKING blocks: a
 circle hidden behind a lazy import is still a circle.
@@ -19,9 +22,9 @@ import pytest
 
 from app.core.repo import REPO_ROOT
 
-PACKAGES = ("app", "infra")
+PACKAGES = ("app", "infra", "rehearsal")
 # Lower number, lower layer: a module may import only from its own rank or below.
-RANKS = {"app.core": 0, "app.tools": 1, "app.controller": 2, "infra": 3}
+RANKS = {"app.core": 0, "app.tools": 1, "app.controller": 2, "infra": 3, "rehearsal": 4}
 
 
 def _module_name(path: Path) -> str:
@@ -116,6 +119,7 @@ def test_the_walk_sees_the_packages_and_their_imports() -> None:
     assert "app.controller.run" in GRAPH and "infra.components.jobs" in GRAPH
     assert "app.core.run" in GRAPH["app.controller.run"]
     assert "app.core.iam_policy" in GRAPH["infra.components.identity"]
+    assert "infra.render_manifests" in GRAPH["rehearsal.objects"]
 
 
 def test_there_is_no_import_circle() -> None:
@@ -150,3 +154,14 @@ def test_infra_imports_only_the_shared_contracts() -> None:
         if module.startswith("infra"):
             outside = [t for t in targets if not t.startswith(("infra", "app.core"))]
             assert not outside, f"{module} imports {outside}"
+
+
+def test_nothing_imports_the_rehearsal() -> None:
+    for module, targets in GRAPH.items():
+        if not module.startswith("rehearsal"):
+            inward = [t for t in targets if t.startswith("rehearsal")]
+            assert not inward, f"{module} imports {inward}"
+
+
+def test_the_container_init_imports_nothing_of_the_project() -> None:
+    assert GRAPH["rehearsal.container_init"] == []
