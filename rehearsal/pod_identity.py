@@ -18,7 +18,7 @@ import json
 import secrets
 import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
@@ -155,7 +155,3 @@ class PodIdentityAgent:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
-
-
-def now() -> str:
-    return datetime.now(UTC).isoformat(timespec="seconds")

@@ -231,9 +231,7 @@ class LocalAws:
 
     def _start_moto(self) -> None:
         self.state_dir.mkdir(mode=0o700)
-        self._process, self._endpoint_url = start_moto_server(
-            self.state_dir, len(BOOTSTRAP_CALLS)
-        )
+        self._process, self._endpoint_url = start_moto_server(self.state_dir, len(BOOTSTRAP_CALLS))
 
     def _client(self, service: Service, key: tuple[str, str], *, retries: bool = True) -> Any:
         # Credentials are passed to the client, never through the environment, so nothing
