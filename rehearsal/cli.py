@@ -38,7 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m rehearsal", description=DESCRIPTION, epilog=EPILOG
     )
-    commands = parser.add_subparsers(dest="command", required=True)
+    # The third command is how the rehearsal re-enters itself inside its namespaces.
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{run,all}")
     run = commands.add_parser(
         "run",
         help="rehearse one layer's Job pod (with the supplier pod, and its comparison pod)",

@@ -12,6 +12,10 @@ python=${PYTHON:-python3}
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
 [ -x /usr/bin/python3 ] || missing+=(python3-minimal)
+# make rehearse: `ip` brings up the rehearsal's own network namespace; the image stand-in is a
+# virtual environment of /usr/bin/python3 (util-linux's unshare and setpriv are essential).
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+/usr/bin/python3 -c 'import venv' >/dev/null 2>&1 || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
     echo "==> installing ${missing[*]} (apt-get)"
