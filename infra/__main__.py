@@ -27,11 +27,14 @@ from infra.components.identity import AnalystIdentity
 from infra.components.images import Images
 from infra.components.jobs import AnalystJobs
 from infra.components.pki import SupplierSecrets
+from infra.components.security_profiles import SecurityProfiles
 from infra.components.storage import CaseStore
 from infra.components.supplier import SupplierApi
 from infra.components.workspace import Workspace
 from infra.config import load_config
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
+from infra.render_manifests import needs_security_profiles
+from infra.targets import pod_security_level
 
 config = load_config()
 
@@ -66,8 +69,19 @@ workspace = Workspace(
     "workspace",
     config.namespace,
     cluster.provider,
+    pod_security=pod_security_level(config.runtime_target, config.layers),
     opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
 )
+# hardened-container: the bubblewrap pod's seccomp profile is on every node before a Job starts.
+profiles_gate: list[pulumi.Resource] = []
+if needs_security_profiles(config):
+    profiles = SecurityProfiles(
+        "security-profiles",
+        config.namespace,
+        cluster.provider,
+        opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
+    )
+    profiles_gate = profiles.gate
 secrets = SupplierSecrets(
     "pki",
     config.namespace,
@@ -95,7 +109,7 @@ jobs = AnalystJobs(
     role_name=identity.role_name,
     provider=cluster.provider,
     opts=pulumi.ResourceOptions(
-        depends_on=[workspace, secrets, supplier, identity, *cluster.workload_gate]
+        depends_on=[workspace, secrets, supplier, identity, *cluster.workload_gate, *profiles_gate]
     ),
 )
 

@@ -18,6 +18,7 @@ from app.core.ids import ID_PATTERN, is_valid_id
 from app.core.roles import Layer
 
 from .cluster_checks import MIN_KUBERNETES
+from .targets import RuntimeTarget
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = REPO_ROOT / "cases"
@@ -75,6 +76,8 @@ class StackConfig(BaseModel):
     case_id: str = Field("rfp-001", alias="caseId")
     model_id: str = Field("global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId")
     layers: tuple[Layer, ...] = (Layer.BUBBLEWRAP, Layer.NONO)
+    runtime_target: RuntimeTarget = Field(RuntimeTarget.ISOLATED_SANDBOX, alias="runtimeTarget")
+    node_app_armor: bool = Field(False, alias="nodeAppArmor")
     image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
     analyst_image: str = Field("", alias="analystImage")
     supplier_image: str = Field("", alias="supplierImage")
@@ -188,6 +191,16 @@ class StackConfig(BaseModel):
                     f"clusterMode create needs subnetIds: at least {MIN_SUBNETS} subnets of vpcId"
                     " in different Availability Zones"
                 )
+        return self
+
+    @model_validator(mode="after")
+    def _app_armor_on_hardened_nodes(self) -> StackConfig:
+        # The sandbox pod's shape is fixed; a key it would ignore is refused, not ignored.
+        if self.node_app_armor and self.runtime_target is not RuntimeTarget.HARDENED_CONTAINER:
+            raise ValueError(
+                "nodeAppArmor applies to runtimeTarget hardened-container only: an "
+                "isolated-sandbox pod is privileged in its own guest VM"
+            )
         return self
 
     @model_validator(mode="after")

@@ -23,6 +23,7 @@ from .pod_specs import (
     labels,
     supplier_pod_spec,
 )
+from .targets import POD_SECURITY_VERSION
 
 # A value filled in at deployment: a str, or a Pulumi Output of one inside the program.
 DeployValue = Any
@@ -46,13 +47,15 @@ def _metadata(name: DeployValue, namespace: str | None, component: str) -> dict[
     return metadata
 
 
-def namespace_object(name: str) -> dict[str, Any]:
-    """The namespace the stack creates and owns."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": _metadata(name, None, "procurement-analyst"),
+def namespace_object(name: str, pod_security: str) -> dict[str, Any]:
+    """The namespace the stack creates and owns, enforcing the Pod Security Standard its pods
+    allow (infra/targets.py, pod_security_level)."""
+    metadata = _metadata(name, None, "procurement-analyst")
+    metadata["labels"] |= {
+        "pod-security.kubernetes.io/enforce": pod_security,
+        "pod-security.kubernetes.io/enforce-version": POD_SECURITY_VERSION,
     }
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": metadata}
 
 
 def analyst_service_account(namespace: str) -> dict[str, Any]:

@@ -14,7 +14,8 @@ from app.core import cluster_env as env
 from app.core.ids import OTHER_CASE_ID
 from app.core.roles import Layer
 
-SANDBOX_RUNTIME_CLASS = "isolated-sandbox"
+from .security_profiles import apparmor_profile_name, localhost_seccomp_profile
+from .targets import SANDBOX_RUNTIME_CLASS, RuntimeTarget, require_pod_shape
 
 # The uid/gid the controller, the supplier API and (after bwrap or nono) every tool run as.
 APP_UID = 1000
@@ -74,6 +75,8 @@ COMPARISON_RESOURCES: dict[str, dict[str, str]] = {
 # finished no longer attracts another by affinity. Past this it stops waiting.
 COMPARISON_DEADLINE_SECONDS = 15 * 60
 
+RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
+
 RUN_DIR_VOLUME = "run"
 TMP_VOLUME = "tmp"
 
@@ -91,6 +94,9 @@ class JobInputs:
     model_id: str
     role_name: str
     service_account: str
+    target: RuntimeTarget = RuntimeTarget.ISOLATED_SANDBOX
+    # hardened-container only: the nodes enforce AppArmor and hold the committed profile.
+    node_apparmor: bool = False
 
 
 def supplier_command(case_id: str) -> list[str]:
@@ -222,14 +228,18 @@ def comparison_job_spec(*, image: str, layer: Layer) -> dict[str, Any]:
 
 
 def analyst_pod_spec(job: JobInputs) -> dict[str, Any]:
-    """The analyst pod for one layer, in the sandbox RuntimeClass."""
+    """The analyst pod for one layer and runtime target; refuses a shape the targets rule out."""
     match job.layer:
+        case Layer.BUBBLEWRAP if job.target is RuntimeTarget.HARDENED_CONTAINER:
+            spec = _hardened_bubblewrap_pod(job)
         case Layer.BUBBLEWRAP:
-            return _bubblewrap_pod(job)
+            spec = _bubblewrap_pod(job)
         case Layer.NONO:
-            return _nono_pod(job)
+            spec = _nono_pod(job)
         case _:
             assert_never(job.layer)
+    require_pod_shape(spec)
+    return spec
 
 
 def _bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
@@ -257,7 +267,39 @@ def _bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
             "runAsNonRoot": False,
         },
     }
-    return _pod(job, containers=[container], init_containers=[init], seccomp=False)
+    return _pod(job, containers=[container], init_containers=[init], seccomp=None)
+
+
+def _hardened_bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
+    # NOTE: no privilege. bwrap gets exactly what it needs instead: the pod's own user namespace
+    # (hostUsers: false), in which an unmasked /proc (procMount: Unmasked, which Kubernetes
+    # allows only there) lets bwrap mount a procfs for the tool's pid namespace, and the
+    # project's seccomp profile, the runtime default plus the namespace, mount and pivot_root
+    # calls bwrap makes (policies/bubblewrap/container-seccomp.json, delivered by the Security
+    # Profiles Operator). No init container: the node's user.max_user_namespaces applies, and
+    # `doctor` names it when it is 0. The controller keeps no_new_privs, no capabilities and a
+    # read-only root, as the nono pod does.
+    container = _analyst_container(job)
+    context: dict[str, Any] = {
+        "runAsUser": APP_UID,
+        "runAsGroup": APP_UID,
+        "runAsNonRoot": True,
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+        "procMount": "Unmasked",
+    }
+    if job.node_apparmor:
+        # The runtime's default AppArmor profile denies every mount; this one allows bwrap's.
+        context["appArmorProfile"] = {
+            "type": "Localhost",
+            "localhostProfile": apparmor_profile_name(),
+        }
+    container["securityContext"] = context
+    seccomp = {"type": "Localhost", "localhostProfile": localhost_seccomp_profile(job.namespace)}
+    spec = _pod(job, containers=[container], init_containers=[], seccomp=seccomp)
+    spec["hostUsers"] = False
+    return spec
 
 
 def _nono_pod(job: JobInputs) -> dict[str, Any]:
@@ -273,7 +315,7 @@ def _nono_pod(job: JobInputs) -> dict[str, Any]:
         "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    return _pod(job, containers=[container], init_containers=[], seccomp=True)
+    return _pod(job, containers=[container], init_containers=[], seccomp=RUNTIME_DEFAULT)
 
 
 def _analyst_container(job: JobInputs) -> dict[str, Any]:
@@ -305,7 +347,7 @@ def _pod(
     *,
     containers: list[dict[str, Any]],
     init_containers: list[dict[str, Any]],
-    seccomp: bool,
+    seccomp: dict[str, str] | None,
 ) -> dict[str, Any]:
     security: dict[str, Any] = {
         "runAsNonRoot": True,
@@ -314,10 +356,9 @@ def _pod(
         # The key file is 0440 root:<fsGroup>, so the controller reads it by group.
         "fsGroup": APP_UID,
     }
-    if seccomp:
-        security["seccompProfile"] = {"type": "RuntimeDefault"}
+    if seccomp is not None:
+        security["seccompProfile"] = seccomp
     spec: dict[str, Any] = {
-        "runtimeClassName": SANDBOX_RUNTIME_CLASS,
         "serviceAccountName": job.service_account,
         # The controller never calls the Kubernetes API. EKS Pod Identity does not use this
         # token: its webhook injects its own projected token volume and the credential
@@ -335,6 +376,8 @@ def _pod(
     }
     if init_containers:
         spec["initContainers"] = init_containers
+    if job.target is RuntimeTarget.ISOLATED_SANDBOX:
+        spec["runtimeClassName"] = SANDBOX_RUNTIME_CLASS
     return spec
 
 

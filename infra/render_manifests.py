@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from app.core import cluster_env as env
+from app.core.roles import Layer
 
 from .config import PROJECT, REPO_ROOT, StackConfig, parse_config
 from .manifests import (
@@ -37,6 +38,8 @@ from .manifests import (
     supplier_tls_secret,
 )
 from .pod_specs import JobInputs
+from .security_profiles import seccomp_profile_object
+from .targets import RuntimeTarget, pod_security_level
 
 REDACTED = "<redacted>"
 CA_PLACEHOLDER = "<the stack's CA certificate>"
@@ -52,8 +55,8 @@ class DeployValues:
     role_name: str = "procurement-analyst-role"
 
 
-def stack_config(stack: str) -> StackConfig:
-    """The validated settings of `Pulumi.<stack>.yaml` (project keys only)."""
+def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> StackConfig:
+    """The validated settings of `Pulumi.<stack>.yaml` (project keys only), with overrides."""
     path = REPO_ROOT / f"Pulumi.{stack}.yaml"
     document = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     prefix = f"{PROJECT}:"
@@ -62,14 +65,22 @@ def stack_config(stack: str) -> StackConfig:
         for key, value in (document.get("config") or {}).items()
         if key.startswith(prefix)
     }
-    return parse_config(raw)
+    return parse_config(raw | (overrides or {}))
+
+
+def needs_security_profiles(config: StackConfig) -> bool:
+    """The hardened-container bubblewrap pod references a Localhost profile the stack installs."""
+    return config.runtime_target is RuntimeTarget.HARDENED_CONTAINER and (
+        Layer.BUBBLEWRAP in config.layers
+    )
 
 
 def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, Any]]:
-    """Every object the stack creates, in the order the program creates them."""
+    """Every object the stack creates, in the order the program creates them (the Helm
+    releases of the hardened-container target are charts, not objects: see security_profiles)."""
     namespace = config.namespace
     objects = [
-        namespace_object(namespace),
+        namespace_object(namespace, pod_security_level(config.runtime_target, config.layers)),
         analyst_service_account(namespace),
         supplier_key_secret(namespace, REDACTED),
         supplier_tls_secret(namespace, REDACTED, REDACTED),
@@ -84,6 +95,8 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
         ),
         *supplier_services(namespace),
     ]
+    if needs_security_profiles(config):
+        objects.append(seccomp_profile_object(namespace))
     objects += [
         analyst_job(
             JobInputs(
@@ -96,6 +109,8 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
                 model_id=config.model_id,
                 role_name=values.role_name,
                 service_account=ANALYST_SERVICE_ACCOUNT,
+                target=config.runtime_target,
+                node_apparmor=config.node_app_armor,
             ),
             config.run_trigger,
         )
@@ -133,9 +148,11 @@ def file_name(manifest: dict[str, Any]) -> str:
     return f"{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
 
 
-def render(out: Path, stack: str, values: DeployValues) -> list[Path]:
+def render(
+    out: Path, stack: str, values: DeployValues, overrides: dict[str, Any] | None = None
+) -> list[Path]:
     """Write the stack's manifests to `out`, replacing any rendered there before."""
-    objects = stack_objects(stack_config(stack), values)
+    objects = stack_objects(stack_config(stack, overrides), values)
     out.mkdir(parents=True, exist_ok=True)
     for stale in out.glob("*.yaml"):
         stale.unlink()
@@ -156,6 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--supplier-image", default=defaults.supplier_image)
     parser.add_argument("--bucket", default=defaults.bucket, help=f"the {env.BUCKET} of the Jobs")
     parser.add_argument("--role-name", default=defaults.role_name)
+    parser.add_argument(
+        "--runtime-target",
+        choices=[target.value for target in RuntimeTarget],
+        help="render the stack as if its runtimeTarget were this",
+    )
     options = parser.parse_args(argv)
     values = DeployValues(
         analyst_image=options.analyst_image,
@@ -163,7 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         bucket=options.bucket,
         role_name=options.role_name,
     )
-    for path in render(options.out, options.stack, values):
+    overrides = {"runtimeTarget": options.runtime_target} if options.runtime_target else {}
+    for path in render(options.out, options.stack, values, overrides):
         print(path)
     return 0
 

@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from infra.pod_specs import SANDBOX_RUNTIME_CLASS, USERNS_SYSCTL
+from infra.pod_specs import USERNS_SYSCTL
+from infra.targets import SANDBOX_RUNTIME_CLASS
 
 from . import kubelet
 from .kubelet import ContainerRun, PodContext

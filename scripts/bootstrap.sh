@@ -8,9 +8,11 @@ python=${PYTHON:-python3}
 
 # --- system packages -------------------------------------------------------------------------
 # bwrap runs the bubblewrap layer; /usr/bin/python3 runs the tool worker (a non-root uid cannot
-# use an interpreter under root's home, and nothing from a home directory is mounted for a tool).
+# use an interpreter under root's home, and nothing from a home directory is mounted for a tool);
+# apparmor_parser checks the hardened container's AppArmor profile (compiled, never loaded).
 missing=()
 command -v bwrap >/dev/null 2>&1 || missing+=(bubblewrap)
+[ -x /usr/sbin/apparmor_parser ] || missing+=(apparmor)
 [ -x /usr/bin/python3 ] || missing+=(python3-minimal)
 # make rehearse: `ip` brings up the rehearsal's own network namespace; the image stand-in is a
 # virtual environment of /usr/bin/python3 (util-linux's unshare and setpriv are essential).

@@ -11,12 +11,13 @@ import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.nitro_compare import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.core.checklog import CheckFailed
-from app.core.errors import AnalystError
+from app.core.errors import AnalystError, LayerUnavailable
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 
@@ -65,6 +66,27 @@ def _parser() -> argparse.ArgumentParser:
     )
     evidence.add_argument("--kubeconfig", type=Path, help="default: $KUBECONFIG or ~/.kube/config")
     evidence.add_argument("--context", help="a kubeconfig context other than the current one")
+    check = commands.add_parser(
+        "doctor",
+        help="every prerequisite of each layer on this machine or in this pod, PASS or FAIL "
+        "with its fix",
+        description="Lists what each layer needs here (bwrap, its version and options, user "
+        "namespaces and the distribution switches, a mountable /proc, libseccomp; Landlock and "
+        "its network support; the interpreter; a work directory the tool uid can traverse) "
+        "and, with ANALYST_MODE=cluster, the Pod Identity variables and the supplier Service. "
+        "A run's preflight stops at the first of the same list. Exits 3 when a chosen layer "
+        "cannot run here.",
+    )
+    check.add_argument(
+        "--layer",
+        choices=[layer.value for layer in Layer],
+        help="one layer (default: both)",
+    )
+    check.add_argument(
+        "--workdir",
+        type=Path,
+        help="the base of the run's directories to check (default: /var/tmp/analyst locally)",
+    )
     commands.add_parser(
         "guest-readings",
         help="print this machine's guest readings as one GUEST_READINGS= line (the comparison "
@@ -157,6 +179,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "nitro-evidence":
         return _nitro_evidence(args)
+    if args.command == "doctor":
+        layers = [Layer(args.layer)] if args.layer else list(Layer)
+        runnable = doctor(DoctorOptions(layers, args.workdir), sys.stdout)
+        return 0 if runnable else LayerUnavailable.exit_code
     if args.command == "run":
         _run_one(Layer(args.layer), args, args.out)
         return 0

@@ -18,12 +18,13 @@ from ..cluster_checks import (
 )
 from ..config import ClusterMode, StackConfig
 from ..kubeconfig import exec_kubeconfig
-from ..pod_specs import SANDBOX_RUNTIME_CLASS
+from ..targets import SANDBOX_RUNTIME_CLASS, RuntimeTarget
 from .auto_mode_cluster import AutoModeCluster
 
 
 class ClusterAccess(pulumi.ComponentResource):
-    """Connects the stack to its cluster and proves the sandbox RuntimeClass is there.
+    """Connects the stack to its cluster and, for runtimeTarget isolated-sandbox, proves the
+    sandbox RuntimeClass is there.
 
     Existing cluster: before anything is created, EKS is asked for the cluster's version and
     whether it can give pods an identity (Auto Mode, or the Pod Identity agent add-on); the
@@ -79,8 +80,14 @@ class ClusterAccess(pulumi.ComponentResource):
             ca_data=pulumi.Output.from_input(found.certificate_authorities[0].data),
             depends_on=[],
         )
-        self.runtime_class = self._require_runtime_class()
-        self.workload_gate = [self.runtime_class]
+        self.runtime_class = self._require_runtime_class() if self._sandboxed else None
+        self.workload_gate = [self.runtime_class] if self.runtime_class else []
+
+    @property
+    def _sandboxed(self) -> bool:
+        """Only the isolated-sandbox target needs the RuntimeClass; hardened-container pods run
+        on the cluster's ordinary nodes."""
+        return self._config.runtime_target is RuntimeTarget.ISOLATED_SANDBOX
 
     def _has_pod_identity_agent(self) -> bool:
         try:
@@ -114,7 +121,10 @@ class ClusterAccess(pulumi.ComponentResource):
             ca_data=created.ca_data,
             depends_on=[created.admin_access],
         )
-        if pulumi.runtime.is_dry_run():
+        if not self._sandboxed:
+            self.runtime_class = None
+            self.workload_gate = [created]
+        elif pulumi.runtime.is_dry_run():
             pulumi.log.warn(
                 f"the {SANDBOX_RUNTIME_CLASS} RuntimeClass of the cluster this stack creates is"
                 " not read in a preview (the cluster does not exist yet); `pulumi up` reads it"

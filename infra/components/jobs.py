@@ -111,6 +111,8 @@ def _render(config: StackConfig, layer: Layer, values: list[str]) -> dict[str, A
             model_id=config.model_id,
             role_name=role_name,
             service_account=ANALYST_SERVICE_ACCOUNT,
+            target=config.runtime_target,
+            node_apparmor=config.node_app_armor,
         ),
         config.run_trigger,
     )

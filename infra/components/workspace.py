@@ -10,7 +10,10 @@ from .options import child_options
 
 
 class Workspace(pulumi.ComponentResource):
-    """The namespace every object of the stack lives in, and the identity the Jobs run as."""
+    """The namespace every object of the stack lives in, and the identity the Jobs run as.
+
+    The namespace enforces `pod_security`, the strictest Pod Security Standard its pods allow.
+    """
 
     namespace: pulumi.Output[str]
     service_account: pulumi.Output[str]
@@ -20,12 +23,16 @@ class Workspace(pulumi.ComponentResource):
         name: str,
         namespace: str,
         provider: k8s.Provider,
+        *,
+        pod_security: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:workspace:Workspace", name, None, opts)
         k8s_opts = child_options(self, opts, provider)
         created = k8s.core.v1.Namespace(
-            f"{name}-namespace", metadata=namespace_object(namespace)["metadata"], opts=k8s_opts
+            f"{name}-namespace",
+            metadata=namespace_object(namespace, pod_security)["metadata"],
+            opts=k8s_opts,
         )
         account = analyst_service_account(namespace)
         service_account = k8s.core.v1.ServiceAccount(

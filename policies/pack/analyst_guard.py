@@ -8,6 +8,7 @@ policies run again on `pulumi up`, when it is known.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -23,26 +24,16 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-SANDBOX = "isolated-sandbox"
-# The pods' labels, as app/core/cluster_env.py names them (a test keeps the two in step: the
-# pack runs on its own, without the application's packages).
-COMPONENT_LABEL = "app.kubernetes.io/name"
-ANALYST_COMPONENT = "analyst"
-COMPARISON_COMPONENT = "ordinary-comparison"
-LAYER_LABEL = "procurement-analyst/layer"
-# The only containers that may be privileged, and the only one that may be root: bwrap's
-# private procfs needs a privileged controller, and only root can raise the guest's user
-# namespace limit before it starts (infra/pod_specs.py says why).
-PRIVILEGED_CONTAINERS = {("initContainers", "raise-userns-limit"), ("containers", "analyst")}
-ROOT_CONTAINER = ("initContainers", "raise-userns-limit")
+# NOTE: `pulumi preview --policy-pack` runs this directory as a script directory (this module is
+# top-level there), while the tests import the package policies.pack: load the sibling either way.
+pod_guard = importlib.import_module(f"{__package__}.pod_guard" if __package__ else "pod_guard")
+JOB: str = pod_guard.JOB
+DEPLOYMENT: str = pod_guard.DEPLOYMENT
+SERVICE_ACCOUNT: str = pod_guard.SERVICE_ACCOUNT
+SANDBOX: str = pod_guard.SANDBOX
+LAYER_LABEL: str = pod_guard.LAYER_LABEL
 
-# Only `python -m rehearsal` sets this variable (app/core/cluster_env.REHEARSAL): in a deployed
-# pod it would swap Bedrock for the offline model and skip the image's provenance checks.
-REHEARSAL_SWITCH = "ANALYST_REHEARSAL"
-
-JOB = "kubernetes:batch/v1:Job"
-DEPLOYMENT = "kubernetes:apps/v1:Deployment"
-SERVICE_ACCOUNT = "kubernetes:core/v1:ServiceAccount"
+NAMESPACE = "kubernetes:core/v1:Namespace"
 BUCKET = "aws:s3/bucket:Bucket"
 PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 ENCRYPTION = (
@@ -66,116 +57,6 @@ SECRET_PROPERTIES: dict[str, tuple[str, ...]] = {
 }
 # A secret shorter than this is not looked for: it would match by chance.
 MIN_SECRET_LENGTH = 8
-
-
-def _pod_spec(resource_type: str, props: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    if resource_type not in (JOB, DEPLOYMENT):
-        return None
-    spec: Mapping[str, Any] = (props.get("spec") or {}).get("template", {}).get("spec") or {}
-    return spec
-
-
-def _is_bubblewrap_job(resource_type: str, props: Mapping[str, Any]) -> bool:
-    labels = (props.get("metadata") or {}).get("labels") or {}
-    return (
-        resource_type == JOB
-        and labels.get(LAYER_LABEL) == "bubblewrap"
-        and labels.get(COMPONENT_LABEL) == ANALYST_COMPONENT
-    )
-
-
-def _containers(spec: Mapping[str, Any]) -> Iterable[tuple[str, Mapping[str, Any]]]:
-    for kind in ("initContainers", "containers"):
-        for container in spec.get(kind) or []:
-            yield kind, container
-
-
-# --- resource checks: (name, resource type, props) -> violations ---------------------------
-
-
-def _component(props: Mapping[str, Any]) -> str | None:
-    labels = (props.get("metadata") or {}).get("labels") or {}
-    component = labels.get(COMPONENT_LABEL)
-    return component if isinstance(component, str) else None
-
-
-def sandbox_runtime(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """Every analyst pod runs in the isolated-sandbox RuntimeClass (the ordinary comparison
-    pod must not: it shows what a pod outside the sandbox reports on the same node)."""
-    if resource_type != JOB:
-        return []
-    found = (_pod_spec(resource_type, props) or {}).get("runtimeClassName")
-    if _component(props) == COMPARISON_COMPONENT:
-        if found is not None:
-            return [f"{name}: the ordinary comparison pod runs in RuntimeClass {found!r}"]
-        return []
-    if found != SANDBOX:
-        return [f"{name}: the analyst pod runs in RuntimeClass {found!r}, not {SANDBOX!r}"]
-    return []
-
-
-def privileged_containers(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """`privileged` only on the bubblewrap Job's init container and analyst container."""
-    spec = _pod_spec(resource_type, props)
-    if spec is None:
-        return []
-    allowed = PRIVILEGED_CONTAINERS if _is_bubblewrap_job(resource_type, props) else set()
-    return [
-        f"{name}: container {container.get('name')!r} is privileged"
-        for kind, container in _containers(spec)
-        if (container.get("securityContext") or {}).get("privileged")
-        and (kind, container.get("name")) not in allowed
-    ]
-
-
-def non_root(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """The pod and every container run as non-root, except the bubblewrap Job's init container."""
-    spec = _pod_spec(resource_type, props)
-    if spec is None:
-        return []
-    violations = []
-    pod = spec.get("securityContext") or {}
-    if pod.get("runAsNonRoot") is not True or pod.get("runAsUser") == 0:
-        violations.append(f"{name}: the pod does not set runAsNonRoot: true with a non-root uid")
-    exempt = {ROOT_CONTAINER} if _is_bubblewrap_job(resource_type, props) else set()
-    for kind, container in _containers(spec):
-        if (kind, container.get("name")) in exempt:
-            continue
-        context = container.get("securityContext") or {}
-        uid = context.get("runAsUser", pod.get("runAsUser"))
-        non_root_set = context.get("runAsNonRoot", pod.get("runAsNonRoot"))
-        if uid == 0 or non_root_set is not True:
-            violations.append(f"{name}: container {container.get('name')!r} may run as root")
-    return violations
-
-
-def no_token_mount(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """No pod, and not the analyst's ServiceAccount, mounts a Kubernetes API token."""
-    if resource_type == SERVICE_ACCOUNT:
-        source: Mapping[str, Any] = props
-    else:
-        spec = _pod_spec(resource_type, props)
-        if spec is None:
-            return []
-        source = spec
-    if source.get("automountServiceAccountToken") is not False:
-        return [f"{name}: automountServiceAccountToken is not false"]
-    return []
-
-
-def no_rehearsal_switch(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
-    """No container of any pod sets the rehearsal's switch."""
-    spec = _pod_spec(resource_type, props)
-    if spec is None:
-        return []
-    return [
-        f"{name}: container {container.get('name')!r} sets {REHEARSAL_SWITCH}, which only a "
-        "rehearsal may set"
-        for _, container in _containers(spec)
-        if any(
-            (entry or {}).get("name") == REHEARSAL_SWITCH for entry in container.get("env") or []
-        )
-    ]
 
 
 def bounded_jobs(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
@@ -204,25 +85,36 @@ def scan_on_push(name: str, resource_type: str, props: Mapping[str, Any]) -> lis
 
 
 RESOURCE_CHECKS: dict[str, tuple[str, Callable[[str, str, Mapping[str, Any]], list[str]]]] = {
-    "analyst-pods-in-sandbox": ("Every analyst pod runs in isolated-sandbox.", sandbox_runtime),
-    "privileged-only-for-bubblewrap": (
-        "privileged only on the bubblewrap Job's init and analyst containers.",
-        privileged_containers,
+    "analyst-pods-sandboxed-or-hardened": (
+        "Every analyst pod runs in isolated-sandbox, or unprivileged and under seccomp outside it.",
+        pod_guard.sandboxed_or_hardened,
+    ),
+    "privileged-only-for-sandboxed-bubblewrap": (
+        "privileged only on the isolated-sandbox bubblewrap Job's init and analyst containers.",
+        pod_guard.privileged_containers,
+    ),
+    "no-user-namespace-in-sandbox": (
+        "No isolated-sandbox pod sets hostUsers: false.",
+        pod_guard.no_user_namespace_in_sandbox,
+    ),
+    "unmasked-proc-only-for-bubblewrap-in-own-user-namespace": (
+        "procMount: Unmasked only in the bubblewrap pod, and only with hostUsers: false.",
+        pod_guard.unmasked_proc,
     ),
     "non-root-except-userns-init": (
-        "Everything is non-root except the bubblewrap Job's init container.",
-        non_root,
+        "Everything is non-root except the isolated-sandbox bubblewrap Job's init container.",
+        pod_guard.non_root,
     ),
-    "no-service-account-token": ("automountServiceAccountToken: false.", no_token_mount),
-    "no-rehearsal-switch": (
-        f"No pod sets {REHEARSAL_SWITCH}: the offline model is for rehearsals only.",
-        no_rehearsal_switch,
-    ),
+    "no-service-account-token": ("automountServiceAccountToken: false.", pod_guard.no_token_mount),
     "jobs-run-once-with-deadline-and-ttl": (
         "Jobs have backoffLimit 0, a deadline and a TTL.",
         bounded_jobs,
     ),
     "ecr-scan-on-push": ("ECR repositories scan on push.", scan_on_push),
+    "no-rehearsal-switch": (
+        f"No pod sets {pod_guard.REHEARSAL_SWITCH}: the offline model is for rehearsals only.",
+        pod_guard.no_rehearsal_switch,
+    ),
 }
 
 
@@ -339,6 +231,33 @@ def no_secret_in_outputs(resources: list[StackResource]) -> list[tuple[str, str]
     return violations
 
 
+def namespace_pod_security(resources: list[StackResource]) -> list[tuple[str, str]]:
+    """Each namespace enforces a Pod Security level, and `privileged` only for a pod that is."""
+    privileged_pod = any(
+        pod_guard.is_sandboxed_bubblewrap_job(r.resource_type, r.props)
+        and any(
+            (c.get("securityContext") or {}).get("privileged")
+            for _, c in pod_guard.containers(pod_guard.pod_spec(r.resource_type, r.props) or {})
+        )
+        for r in resources
+    )
+    violations = []
+    for namespace in (r for r in resources if r.resource_type == NAMESPACE):
+        level = ((namespace.props.get("metadata") or {}).get("labels") or {}).get(
+            pod_guard.ENFORCE_LABEL
+        )
+        if level is None:
+            violations.append((f"{namespace.name}: enforces no Pod Security level", namespace.urn))
+        elif level == "privileged" and not privileged_pod:
+            violations.append(
+                (
+                    f"{namespace.name}: enforces 'privileged' though no pod of the stack is",
+                    namespace.urn,
+                )
+            )
+    return violations
+
+
 STACK_CHECKS: dict[str, tuple[str, Callable[[list[StackResource]], list[tuple[str, str]]]]] = {
     "bucket-private-and-encrypted": (
         "The bucket blocks public access and is encrypted.",
@@ -349,6 +268,10 @@ STACK_CHECKS: dict[str, tuple[str, Callable[[list[StackResource]], list[tuple[st
         iam_least_privilege,
     ),
     "no-secret-in-plain-output": ("No secret value is in a stack output.", no_secret_in_outputs),
+    "namespace-enforces-pod-security": (
+        "The namespace enforces a Pod Security level; privileged only for a privileged pod.",
+        namespace_pod_security,
+    ),
 }
 
 

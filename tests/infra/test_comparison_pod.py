@@ -12,7 +12,7 @@ import pytest
 from app.core import cluster_env
 from app.core.pins import bubblewrap_build_args
 from infra.pod_specs import APP_UID
-from policies.pack import analyst_guard
+from policies.pack import pod_guard
 from tests.infra.test_policy_pack import _resource_violations
 from tests.support.stack_run import REPO_ROOT, StackRun, run_stack
 
@@ -94,11 +94,11 @@ def test_the_policy_pack_passes_it_and_refuses_it_in_the_sandbox(compared: Stack
 
 def test_the_pack_names_the_pods_by_the_contracts_labels() -> None:
     # The pack runs without the application's packages, so it spells the labels itself.
-    assert analyst_guard.COMPONENT_LABEL == cluster_env.COMPONENT_LABEL
-    assert analyst_guard.LAYER_LABEL == cluster_env.LAYER_LABEL
-    assert analyst_guard.ANALYST_COMPONENT == cluster_env.ANALYST_COMPONENT
-    assert analyst_guard.COMPARISON_COMPONENT == cluster_env.COMPARISON_COMPONENT
-    assert analyst_guard.REHEARSAL_SWITCH == cluster_env.REHEARSAL
+    assert pod_guard.COMPONENT_LABEL == cluster_env.COMPONENT_LABEL
+    assert pod_guard.LAYER_LABEL == cluster_env.LAYER_LABEL
+    assert pod_guard.ANALYST_COMPONENT == cluster_env.ANALYST_COMPONENT
+    assert pod_guard.COMPARISON_COMPONENT == cluster_env.COMPARISON_COMPONENT
+    assert pod_guard.REHEARSAL_SWITCH == cluster_env.REHEARSAL
 
 
 def test_the_outputs_name_each_comparison_and_the_command(compared: StackRun) -> None:

@@ -25,6 +25,7 @@ from tests.support.engine import SUPPLIER_KEY
 from tests.support.stack_run import CREATE_MODE, CREATE_WORLD, StackRun, run_stack
 
 Resource = dict[str, Any]
+HARDENED: dict[str, Any] = {"runtimeTarget": "hardened-container"}
 
 
 def _options() -> PolicyResourceOptions:
@@ -103,8 +104,11 @@ def _stack_violations(
 
 def test_the_pack_has_every_policy_the_review_asks_for() -> None:
     assert {p.name for p in analyst_guard.policies()} == {
-        "analyst-pods-in-sandbox",
-        "privileged-only-for-bubblewrap",
+        "analyst-pods-sandboxed-or-hardened",
+        "privileged-only-for-sandboxed-bubblewrap",
+        "no-user-namespace-in-sandbox",
+        "unmasked-proc-only-for-bubblewrap-in-own-user-namespace",
+        "namespace-enforces-pod-security",
         "non-root-except-userns-init",
         "no-service-account-token",
         "no-rehearsal-switch",
@@ -116,9 +120,12 @@ def test_the_pack_has_every_policy_the_review_asks_for() -> None:
     }
 
 
-@pytest.mark.parametrize("mode", ["existing", "create"])
+@pytest.mark.parametrize("mode", ["existing", "create", "hardened"])
 def test_the_program_passes_every_policy(mode: str) -> None:
-    stack = run_stack() if mode == "existing" else run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    if mode == "hardened":
+        stack = run_stack(**HARDENED)
+    else:
+        stack = run_stack() if mode == "existing" else run_stack(world=CREATE_WORLD, **CREATE_MODE)
     for resource in stack.resources:
         assert _resource_violations(resource) == [], resource["urn"]
     assert _stack_violations(stack) == []
@@ -162,7 +169,80 @@ POD = ["spec", "template", "spec"]
 BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
     # (resource to copy, id, how to break it, expected message part)
     ("nono", "runc", _set([*POD, "runtimeClassName"], "runc"), "RuntimeClass 'runc'"),
-    ("nono", "no-runtime", _set([*POD, "runtimeClassName"], _DELETE), "RuntimeClass None"),
+    (
+        "bubblewrap",
+        "privileged-off-the-sandbox",
+        _set([*POD, "runtimeClassName"], _DELETE),
+        "container 'analyst' is privileged",
+    ),
+    (
+        "bubblewrap",
+        "user-namespace-in-the-sandbox",
+        _set([*POD, "hostUsers"], False),
+        "hostUsers: false in isolated-sandbox, whose Nitro sandbox pods do not support user",
+    ),
+    (
+        "nono",
+        "unmasked-nono",
+        _set([*POD, "containers", 0, "securityContext", "procMount"], "Unmasked"),
+        "container 'analyst' has an unmasked /proc, which only bwrap needs",
+    ),
+    (
+        "hardened-bubblewrap",
+        "unmasked-without-user-namespace",
+        _set([*POD, "hostUsers"], _DELETE),
+        "container 'analyst' has an unmasked /proc without the pod's own user namespace",
+    ),
+    (
+        "hardened-bubblewrap",
+        "privileged-hardened",
+        _set([*POD, "containers", 0, "securityContext", "privileged"], True),
+        "container 'analyst' is privileged",
+    ),
+    (
+        "hardened-bubblewrap",
+        "no-seccomp-hardened",
+        _set([*POD, "securityContext", "seccompProfile"], _DELETE),
+        "outside isolated-sandbox, container 'analyst' runs without a seccomp profile (None)",
+    ),
+    (
+        "hardened-bubblewrap",
+        "unconfined-hardened",
+        _set([*POD, "securityContext", "seccompProfile"], {"type": "Unconfined"}),
+        "container 'analyst' runs without a seccomp profile ('Unconfined')",
+    ),
+    (
+        "hardened-bubblewrap",
+        "escalation-hardened",
+        _set([*POD, "containers", 0, "securityContext", "allowPrivilegeEscalation"], True),
+        "container 'analyst' may gain privileges (allowPrivilegeEscalation)",
+    ),
+    (
+        "hardened-bubblewrap",
+        "capabilities-hardened",
+        _set([*POD, "containers", 0, "securityContext", "capabilities"], {"add": ["SYS_ADMIN"]}),
+        "container 'analyst' does not drop every capability",
+    ),
+    (
+        "hardened-bubblewrap",
+        "root-init-hardened",
+        _set(
+            [*POD, "initContainers"],
+            [
+                {
+                    "name": "raise-userns-limit",
+                    "image": "i",
+                    "securityContext": {
+                        "runAsUser": 0,
+                        "runAsNonRoot": False,
+                        "allowPrivilegeEscalation": False,
+                        "capabilities": {"drop": ["ALL"]},
+                    },
+                }
+            ],
+        ),
+        "container 'raise-userns-limit' may run as root",
+    ),
     (
         "nono",
         "privileged-nono",
@@ -242,6 +322,8 @@ BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
 def _target(stack: StackRun, which: str) -> Resource:
     if which in ("nono", "bubblewrap"):
         return _job(stack, which)
+    if which == "hardened-bubblewrap":
+        return _job(run_stack(**HARDENED), "bubblewrap")
     if which == "supplier":
         return _deployment(stack)
     if which == "service-account":
@@ -340,4 +422,36 @@ def test_a_secret_in_a_plain_output_is_reported(default_stack: StackRun) -> None
     violations = _stack_violations(default_stack, outputs=leaked)
     assert [message for message, _ in violations] == [
         "stack output 'supplierKey' holds a secret value"
+    ]
+
+
+def _namespace_labels(stack: StackRun, change: Callable[[dict[str, Any]], None]) -> list[Resource]:
+    def apply(resource: Resource) -> None:
+        change(resource["inputs"]["metadata"]["labels"])
+
+    return _replace(stack, analyst_guard.NAMESPACE, apply)
+
+
+def test_a_namespace_without_a_pod_security_level_is_reported(default_stack: StackRun) -> None:
+    broken = _namespace_labels(
+        default_stack, lambda labels: labels.pop("pod-security.kubernetes.io/enforce")
+    )
+    namespace = default_stack.one(analyst_guard.NAMESPACE)
+    assert _stack_violations(default_stack, broken) == [
+        (f"{namespace['name']}: enforces no Pod Security level", namespace["urn"])
+    ]
+
+
+def test_privileged_enforcement_without_a_privileged_pod_is_reported() -> None:
+    # The hardened stack's pods meet baseline: `privileged` there would admit more than needed.
+    stack = run_stack(**HARDENED)
+    broken = _namespace_labels(
+        stack, lambda labels: labels.update({"pod-security.kubernetes.io/enforce": "privileged"})
+    )
+    namespace = stack.one(analyst_guard.NAMESPACE)
+    assert _stack_violations(stack, broken) == [
+        (
+            f"{namespace['name']}: enforces 'privileged' though no pod of the stack is",
+            namespace["urn"],
+        )
     ]

@@ -21,8 +21,8 @@ from app.tools.bubblewrap.policy import (
 )
 from app.tools.bubblewrap.preflight import (
     BWRAP_ENVIRONMENT,
+    BwrapPrerequisites,
     BwrapReadings,
-    read_bwrap,
     start_failure,
 )
 from app.tools.bubblewrap.seccomp import SeccompFilter, baseline_filter, program_fd
@@ -84,9 +84,13 @@ class BubblewrapLayer(ConfinementLayer):
 
     # --- preflight ----------------------------------------------------------------------------
 
-    def preflight(self) -> None:
+    def prerequisites(self) -> BwrapPrerequisites:
+        """What this machine must offer: the same list `doctor` shows."""
         secure = self.role_argv("reader", BubblewrapPolicy())
-        self._readings = read_bwrap(secure, self.run.paths, self.run.tool)
+        return BwrapPrerequisites(secure, self.run.tool, self.run.paths.code)
+
+    def preflight(self) -> None:
+        self._readings = self.prerequisites().require()
         try:
             self.run_tool("reader", "proc-status")
         except ToolRunError as error:

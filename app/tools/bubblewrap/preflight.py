@@ -1,25 +1,35 @@
-"""What bubblewrap needs on this machine, read once before the first tool process starts.
+"""What bubblewrap needs on this machine or in this pod, as one ordered list of prerequisites.
 
-Each missing piece stops the run with one LayerUnavailable that names it and its fix.
+A run's preflight stops at the first missing piece with one LayerUnavailable naming it and its
+fix; `doctor` shows every piece (app/tools/prerequisites.py). The last two are probes: bwrap
+itself, at the tool's uid, making the tool's namespaces and then a procfs for its pid namespace,
+which is what a container's seccomp profile and masked /proc refuse.
 """
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import stat
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from app.core.errors import LayerUnavailable
 from app.core.results import ToolRunError
-from app.core.run_tree import INTERPRETER, RunPaths, ToolIdentity, blocking_directory
-from app.tools.bubblewrap.seccomp import LibseccompError, check_available
+from app.core.run_tree import ToolIdentity
+from app.tools.bubblewrap.seccomp import LIBSECCOMP, LibseccompError, check_available
 from app.tools.execution import SYSTEM_PATH
+from app.tools.prerequisites import (
+    Finding,
+    Prerequisite,
+    holds,
+    interpreter,
+    missing,
+    require,
+    work_directory,
+)
 
 # --disable-userns and --assert-userns-disabled first appear in 0.8.0.
 MIN_BWRAP_VERSION: Final = (0, 8, 0)
@@ -36,12 +46,29 @@ USERNS_SWITCHES: Final = (
         Path("/proc/sys/kernel/apparmor_restrict_unprivileged_userns"),
         "1",
         "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile "
-        "for bwrap",
+        "granting bwrap `userns`",
     ),
 )
 # What bwrap itself needs in its environment; the controller's own (AWS, keys) never
 # reaches even bwrap, quite apart from --clearenv.
 BWRAP_ENVIRONMENT: Final = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+PROBE_TIMEOUT_SECONDS: Final = 10
+
+# The two probes: the tool's namespaces, then a procfs in its pid namespace. A minimal root of
+# /usr and its symlinks, so /usr/bin/true can run; nothing of the run is mounted.
+_PROBE_ROOT: Final = (
+    "--ro-bind", "/usr", "/usr",
+    "--symlink", "usr/lib", "/lib",
+    "--symlink", "usr/lib64", "/lib64",
+    "--symlink", "usr/bin", "/bin",
+)  # fmt: skip
+_NAMESPACES_PROBE: Final = (
+    "--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+)  # fmt: skip
+
+BWRAP_FOUND = "bwrap is on PATH"
+USERNS_ALLOWED = "the kernel lets an unprivileged process create user namespaces"
+NAMESPACES_MADE = "bwrap makes the tool's user, pid, network, IPC and UTS namespaces"
 
 
 @dataclass(frozen=True)
@@ -61,98 +88,210 @@ def dotted(version: tuple[int, ...]) -> str:
     return ".".join(str(part) for part in version)
 
 
-def read_bwrap(policy_argv: Sequence[str], paths: RunPaths, tool: ToolIdentity) -> BwrapReadings:
-    """Finds bwrap and every other piece the policy vector needs; raises LayerUnavailable."""
-    path = shutil.which("bwrap")
-    if path is None:
-        raise LayerUnavailable("bwrap not found on PATH", "apt-get install bubblewrap")
-    version_text, version = _bwrap_version(path)
-    if version < MIN_BWRAP_VERSION:
-        raise LayerUnavailable(
-            f"{version_text} is older than {dotted(MIN_BWRAP_VERSION)}, the first with "
-            "--disable-userns",
-            "install a newer bubblewrap (Debian 12: apt-get install bubblewrap)",
-        )
-    required = required_options(policy_argv)
-    offered = set(re.findall(r"^\s+(--[a-z0-9-]+)", _run_text([path, "--help"]), re.MULTILINE))
-    missing = tuple(option for option in required if option not in offered)
-    if missing:
-        raise LayerUnavailable(
-            f"{version_text} lacks {', '.join(missing)}",
-            f"install bubblewrap >= {dotted(MIN_BWRAP_VERSION)}",
-        )
-    max_userns = int(MAX_USER_NAMESPACES.read_text().strip())
-    if max_userns == 0:
-        raise LayerUnavailable(
-            f"user namespaces are disabled ({MAX_USER_NAMESPACES} is 0)",
-            "sysctl -w user.max_user_namespaces=128 (in the cluster, the pod's init container)",
-        )
-    for switch, refusing, fix in USERNS_SWITCHES:
-        if switch.exists() and switch.read_text().strip() == refusing:
-            raise LayerUnavailable(
-                f"unprivileged user namespaces are refused ({switch} is {refusing})", fix
-            )
-    if not os.access(INTERPRETER, os.X_OK):
-        raise LayerUnavailable(f"{INTERPRETER} not found", "apt-get install python3")
-    try:
-        check_available()
-    except LibseccompError as error:
-        raise LayerUnavailable(str(error), "apt-get install libseccomp2") from error
-    blocked = blocking_directory(paths.code, tool)
-    if blocked is not None:
-        raise LayerUnavailable(
-            f"{blocked} ({stat.filemode(blocked.stat().st_mode)}) is closed to the tool uid "
-            f"{tool.uid}, so bwrap cannot mount the run's files",
-            "use a work directory every user can traverse (the default, /var/tmp/analyst)",
-        )
-    return BwrapReadings(
-        path=path,
-        version=version_text,
-        version_tuple=version,
-        minimum_version=MIN_BWRAP_VERSION,
-        required_options=required,
-        offered_options=frozenset(offered),
-        max_user_namespaces=max_userns,
-    )
-
-
-def _run_text(argv: list[str]) -> str:
-    try:
-        completed = subprocess.run(
-            argv, capture_output=True, timeout=10, env=BWRAP_ENVIRONMENT, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise LayerUnavailable(
-            f"{' '.join(argv)} did not run ({error})", "reinstall bubblewrap"
-        ) from error
-    return (completed.stdout + completed.stderr).decode("utf-8", "replace")
-
-
-def _bwrap_version(path: str) -> tuple[str, tuple[int, ...]]:
-    text = _run_text([path, "--version"]).strip()
-    match = re.fullmatch(r"bubblewrap (\d+)\.(\d+)\.(\d+)", text)
-    if match is None:
-        raise LayerUnavailable(f"{path} --version printed {text!r}", "reinstall bubblewrap")
-    return text, tuple(int(part) for part in match.groups())
-
-
 def required_options(argv: Sequence[str]) -> tuple[str, ...]:
     """Every option the policy vector uses, plus the per-call seccomp option."""
     used = {token for token in argv[1:] if token.startswith("--")}
     return tuple(sorted(used | {"--add-seccomp-fd"}))
 
 
+class BwrapPrerequisites:
+    """The bubblewrap layer's prerequisites for one tool identity, policy vector and directory.
+
+    The checks run in order and remember what they found (bwrap's path, version, options), so
+    a passing preflight hands the layer its readings without asking bwrap twice.
+    """
+
+    def __init__(self, policy_argv: Sequence[str], tool: ToolIdentity, directory: Path) -> None:
+        self.required = required_options(policy_argv)
+        self.tool = tool
+        self.directory = directory
+        self._path: str | None = None
+        self._version: tuple[str, tuple[int, ...]] | None = None
+        self._offered: frozenset[str] = frozenset()
+        self._max_userns = 0
+
+    def items(self) -> list[Prerequisite]:
+        minimum = dotted(MIN_BWRAP_VERSION)
+        return [
+            Prerequisite(BWRAP_FOUND, self._found),
+            Prerequisite(
+                f"bwrap is at least {minimum}, the first with --disable-userns",
+                self._new_enough,
+                after=(BWRAP_FOUND,),
+            ),
+            Prerequisite(
+                f"bwrap offers all {len(self.required)} options the argument vectors use",
+                self._offers_options,
+                after=(BWRAP_FOUND,),
+            ),
+            Prerequisite(USERNS_ALLOWED, self._userns_allowed),
+            *[
+                Prerequisite(
+                    f"{switch} does not refuse unprivileged user namespaces",
+                    self._switch(switch, refusing, fix),
+                )
+                for switch, refusing, fix in USERNS_SWITCHES
+            ],
+            Prerequisite(f"libseccomp ({LIBSECCOMP}) loads", self._libseccomp),
+            interpreter(),
+            work_directory(self.directory, self.tool),
+            Prerequisite(
+                NAMESPACES_MADE,
+                self._probe_namespaces,
+                after=(BWRAP_FOUND, USERNS_ALLOWED),
+            ),
+            Prerequisite(
+                "bwrap mounts a procfs for the tool's pid namespace",
+                self._probe_procfs,
+                after=(BWRAP_FOUND, USERNS_ALLOWED, NAMESPACES_MADE),
+            ),
+        ]
+
+    def require(self) -> BwrapReadings:
+        """Every prerequisite holds, or LayerUnavailable names the first that does not."""
+        require(self.items())
+        assert self._path is not None and self._version is not None
+        return BwrapReadings(
+            path=self._path,
+            version=self._version[0],
+            version_tuple=self._version[1],
+            minimum_version=MIN_BWRAP_VERSION,
+            required_options=self.required,
+            offered_options=self._offered,
+            max_user_namespaces=self._max_userns,
+        )
+
+    # --- bwrap itself ---------------------------------------------------------------------------
+
+    def _found(self) -> Finding:
+        self._path = shutil.which("bwrap")
+        if self._path is None:
+            return missing("bwrap not found on PATH", "apt-get install bubblewrap")
+        return holds(self._path)
+
+    def _new_enough(self) -> Finding:
+        assert self._path is not None
+        text = _output([self._path, "--version"]).strip()
+        match = re.fullmatch(r"bubblewrap (\d+)\.(\d+)\.(\d+)", text)
+        if match is None:
+            return missing(f"{self._path} --version printed {text!r}", "reinstall bubblewrap")
+        self._version = (text, tuple(int(part) for part in match.groups()))
+        if self._version[1] < MIN_BWRAP_VERSION:
+            return missing(
+                f"{text} is older than {dotted(MIN_BWRAP_VERSION)}, the first with "
+                "--disable-userns",
+                "install a newer bubblewrap (Debian 12: apt-get install bubblewrap)",
+            )
+        return holds(text)
+
+    def _offers_options(self) -> Finding:
+        assert self._path is not None
+        help_text = _output([self._path, "--help"])
+        self._offered = frozenset(re.findall(r"^\s+(--[a-z0-9-]+)", help_text, re.MULTILINE))
+        absent = [option for option in self.required if option not in self._offered]
+        if absent:
+            return missing(
+                f"{self._path} lacks {', '.join(absent)}",
+                f"install bubblewrap >= {dotted(MIN_BWRAP_VERSION)}",
+            )
+        return holds(
+            f"{self._path} --help lists each, --disable-userns and --add-seccomp-fd among them"
+        )
+
+    # --- the kernel -----------------------------------------------------------------------------
+
+    def _userns_allowed(self) -> Finding:
+        self._max_userns = int(MAX_USER_NAMESPACES.read_text().strip())
+        if self._max_userns == 0:
+            return missing(
+                f"user namespaces are disabled ({MAX_USER_NAMESPACES} is 0)",
+                "sysctl -w user.max_user_namespaces=128 (isolated-sandbox: the pod's init "
+                "container does it; hardened-container: the node's setting)",
+            )
+        return holds(f"{MAX_USER_NAMESPACES} is {self._max_userns}")
+
+    @staticmethod
+    def _switch(switch: Path, refusing: str, fix: str) -> Callable[[], Finding]:
+        def check() -> Finding:
+            if not switch.exists():
+                return holds("this kernel has no such switch")
+            value = switch.read_text().strip()
+            if value == refusing:
+                return missing(
+                    f"unprivileged user namespaces are refused ({switch} is {refusing})", fix
+                )
+            return holds(f"it is {value}")
+
+        return check
+
+    @staticmethod
+    def _libseccomp() -> Finding:
+        try:
+            check_available()
+        except LibseccompError as error:
+            return missing(str(error), "apt-get install libseccomp2")
+        return holds(LIBSECCOMP)
+
+    # --- the probes -----------------------------------------------------------------------------
+
+    def _probe_namespaces(self) -> Finding:
+        failure = self._probe([*_NAMESPACES_PROBE, *_PROBE_ROOT])
+        if failure:
+            return missing(
+                f"bwrap cannot make the tool's namespaces here; its own words: {failure}",
+                "in a container: a seccomp profile that allows them (runtimeTarget "
+                "hardened-container's, policies/bubblewrap/container-seccomp.json); on a host: "
+                "allow unprivileged user namespaces",
+            )
+        return holds("at the tool's uid, as a run makes them")
+
+    def _probe_procfs(self) -> Finding:
+        failure = self._probe([*_NAMESPACES_PROBE, *_PROBE_ROOT, "--proc", "/proc"])
+        if failure:
+            return missing(
+                f"bwrap cannot mount a procfs for the tool's pid namespace; its own words: "
+                f"{failure}",
+                "in Kubernetes: procMount: Unmasked with hostUsers: false (runtimeTarget "
+                "hardened-container), or a privileged container (isolated-sandbox)",
+            )
+        return holds("at the tool's uid: this /proc is not masked")
+
+    def _probe(self, options: Sequence[str]) -> str:
+        """Runs bwrap with ``options`` and /usr/bin/true at the tool's uid; '' when it works,
+        else what bwrap said (or why it did not run)."""
+        assert self._path is not None
+        try:
+            completed = subprocess.run(
+                [self._path, *options, "/usr/bin/true"],
+                capture_output=True,
+                timeout=PROBE_TIMEOUT_SECONDS,
+                env=BWRAP_ENVIRONMENT,
+                cwd="/",
+                check=False,
+                **self.tool.process_identity(),
+            )
+        except (OSError, subprocess.TimeoutExpired) as error:
+            return f"bwrap did not run ({error})"
+        if completed.returncode == 0:
+            return ""
+        words = completed.stderr.decode("utf-8", "replace").strip()
+        return words or f"exit status {completed.returncode}"
+
+
+def _output(argv: list[str]) -> str:
+    try:
+        completed = subprocess.run(
+            argv,
+            capture_output=True,
+            timeout=PROBE_TIMEOUT_SECONDS,
+            env=BWRAP_ENVIRONMENT,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"did not run: {error}"
+    return (completed.stdout + completed.stderr).decode("utf-8", "replace")
+
+
 def start_failure(error: ToolRunError) -> LayerUnavailable:
-    """The first tool process did not start: say which prerequisite bwrap's words point at."""
-    text = str(error)
-    if "proc" in text and "Operation not permitted" in text:
-        return LayerUnavailable(
-            f"bwrap cannot mount a procfs for the tool's pid namespace ({text})",
-            "run the container privileged, or where /proc is not masked",
-        )
-    if "No space left on device" in text or "Creating new namespace failed" in text:
-        return LayerUnavailable(
-            f"bwrap cannot create the tool's namespaces ({text})",
-            "raise user.max_user_namespaces (sysctl -w user.max_user_namespaces=128)",
-        )
-    return LayerUnavailable(f"bwrap could not start a tool process; bwrap's own words: {text}")
+    """Every prerequisite held and still the first tool process did not start."""
+    return LayerUnavailable(f"bwrap could not start a tool process; bwrap's own words: {error}")

@@ -160,10 +160,12 @@ class ProcessChecks:
             "1",
             "no exec can raise the reader's privileges: NoNewPrivs is 1",
         )
+        inherited = inherited_filters()
         self.checks.require(
-            status["Seccomp"] == "2" and status["Seccomp_filters"] == "1",
-            "the reader runs under exactly one seccomp filter, the baseline this controller "
-            "compiled: Seccomp mode 2, Seccomp_filters 1",
+            status["Seccomp"] == "2" and status["Seccomp_filters"] == str(inherited + 1),
+            "the reader runs under exactly one seccomp filter of its own, the baseline this "
+            f"controller compiled{_over(inherited)}: Seccomp mode 2, Seccomp_filters "
+            f"{inherited + 1}",
             detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
         )
 
@@ -269,7 +271,8 @@ class ProcessChecks:
         )
         self.checks.require(
             unfiltered.refused_with(BASELINE_SAMPLE_KERNEL_ERRNO),
-            f"control: with no seccomp filter, the reader's {BASELINE_SAMPLE} call (syscall "
+            f"control: with no seccomp filter{' of its own' if inherited_filters() else ''}, "
+            f"the reader's {BASELINE_SAMPLE} call (syscall "
             f"{number}, numbered by libseccomp) reaches the kernel, which answers "
             f"{BASELINE_SAMPLE_KERNEL_ERRNO}",
             detail=f"observed {unfiltered.observed}",
@@ -295,10 +298,12 @@ class ProcessChecks:
                 "reader", "proc-status", [], extra_filters=extra, purpose="stacked filters"
             ).data["status"]
         )
+        inherited = inherited_filters()
         self.checks.require(
-            stacked["Seccomp"] == "2" and stacked["Seccomp_filters"] == "3",
+            stacked["Seccomp"] == "2" and stacked["Seccomp_filters"] == str(inherited + 3),
             "with one filter for getppid and one for uname added, the reader holds three "
-            "stacked seccomp filters: Seccomp_filters 3",
+            f"stacked seccomp filters of its own{_over(inherited)}: Seccomp_filters "
+            f"{inherited + 3}",
             detail=f"Seccomp {stacked['Seccomp']}, Seccomp_filters {stacked['Seccomp_filters']}",
         )
         for name, number in numbers.items():
@@ -313,6 +318,19 @@ class ProcessChecks:
                 Errno.EPERM,
                 f"and with both added, {name} is refused by its filter",
             )
+
+
+def inherited_filters() -> int:
+    """The seccomp filters the controller itself runs under, which every process it starts
+    inherits before bwrap adds the tool's: none locally; one in a hardened container, its
+    Localhost profile (runtimeTarget hardened-container)."""
+    return int(read_status()["Seccomp_filters"])
+
+
+def _over(inherited: int) -> str:
+    if not inherited:
+        return ""
+    return f", over the {inherited} the controller itself runs under (its container's profile)"
 
 
 def _overlaps(mount_point: str, host_dir: Path) -> bool:

@@ -1,5 +1,5 @@
-"""Writes the committed bwrap vectors and seccomp baseline under policies/bubblewrap/, or with
---check reports drift."""
+"""Writes the committed bwrap vectors, the seccomp baseline and the hardened container's seccomp
+and AppArmor profiles under policies/bubblewrap/, or with --check reports drift."""
 
 from __future__ import annotations
 
@@ -11,11 +11,15 @@ from typing import Any
 
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
+from app.tools.bubblewrap.container_apparmor import container_apparmor_profile
+from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
 from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv, per_call_args
 from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
 from app.tools.committed import drifted_files, render_main, write_files
 
 COMMITTED_DIR = POLICIES_DIR / "bubblewrap"
+CONTAINER_SECCOMP_FILE = "container-seccomp.json"
+CONTAINER_APPARMOR_FILE = "container-apparmor.profile"
 # The run-specific parts of a vector; everything else is the same in every run.
 RUN_PLACEHOLDER = PurePosixPath("<RUN>")
 CODE_PLACEHOLDER = PurePosixPath("<CODE>")
@@ -59,6 +63,9 @@ def rendered() -> dict[str, str]:
             "syscalls": list(BASELINE_SYSCALLS),
         }
     )
+    # The hardened container's own profile (runtimeTarget hardened-container), read by infra/.
+    files[CONTAINER_SECCOMP_FILE] = _to_json(container_seccomp_profile())
+    files[CONTAINER_APPARMOR_FILE] = container_apparmor_profile()
     return files
 
 

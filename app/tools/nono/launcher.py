@@ -34,6 +34,7 @@ from app.tools.nono.policy import (
     generate_profile,
     to_json,
 )
+from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyRoute, RoleProxies
 from app.tools.worker.proxy import DIGEST_ITERATIONS
 
@@ -196,25 +197,12 @@ class NonoLayer(ConfinementLayer):
 
     # --- ConfinementLayer ---------------------------------------------------------------------
 
+    def prerequisites(self) -> NonoPrerequisites:
+        """What this machine must offer: the same list `doctor` shows."""
+        return NonoPrerequisites(self.run.tool, self.run.paths.code)
+
     def preflight(self) -> None:
-        info = nono_py.support_info()
-        if not info.is_supported:
-            raise LayerUnavailable(
-                f"nono cannot sandbox here: {info.details}",
-                "run on a Linux kernel with Landlock enabled (CONFIG_SECURITY_LANDLOCK=y and "
-                "'landlock' in the lsm= boot parameter)",
-            )
-        abi = nono_py.detect_abi()
-        if not abi.has_network:
-            raise LayerUnavailable(
-                f"Landlock {abi.version} cannot filter TCP, which proxy-only networking needs",
-                "run on Linux 6.7 or newer (Landlock ABI V4+)",
-            )
-        if not Path(INTERPRETER).is_file():
-            raise LayerUnavailable(
-                f"{INTERPRETER} is missing: the tool worker runs on the system interpreter",
-                "install the distribution's python3 package",
-            )
+        self.prerequisites().require()
         try:
             outcome = self.run_tool("evaluator", "env-names")
         except ToolRunError as error:

@@ -1,0 +1,189 @@
+"""`doctor`: every prerequisite of each layer here, PASS or FAIL, with the fix for each FAIL.
+
+The layers' lists are the ones their preflight stops on (app/tools/*/preflight, prerequisites);
+doctor evaluates all of them instead of stopping at the first. In cluster mode
+(ANALYST_MODE=cluster) it adds what the pod must have been given: the EKS Pod Identity
+variables and token, the Job's settings, and a supplier Service that resolves and answers.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import TextIO, assert_never
+from urllib.parse import urlsplit
+
+from app.controller.environment import CLUSTER_BASE, ClusterMode, SettingMissing
+from app.core import cluster_env
+from app.core.roles import Layer
+from app.core.run_tree import DEFAULT_LOCAL_BASE, ToolIdentity
+from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv
+from app.tools.bubblewrap.preflight import BwrapPrerequisites
+from app.tools.nono.prerequisites import NonoPrerequisites
+from app.tools.prerequisites import Finding, Outcome, Prerequisite, evaluate, holds, missing
+
+CONNECT_TIMEOUT_SECONDS = 5
+POD_IDENTITY_SET = "EKS Pod Identity gave this pod its variables"
+SETTINGS_SET = "the Job's settings are set and well formed"
+SUPPLIER_RESOLVES = "the supplier Service's name resolves"
+
+
+@dataclass(frozen=True)
+class DoctorOptions:
+    layers: Sequence[Layer]
+    work_base: Path | None = None
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+def in_cluster(environ: Mapping[str, str]) -> bool:
+    return environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE
+
+
+def layer_prerequisites(layer: Layer, tool: ToolIdentity, directory: Path) -> list[Prerequisite]:
+    """The list the layer's own preflight stops on."""
+    match layer:
+        case Layer.BUBBLEWRAP:
+            # Only the options matter here; a run's vector differs in its paths alone.
+            run = PurePosixPath(directory) / "<run>"
+            vector = bwrap_argv(
+                BubblewrapPolicy(),
+                role="reader",
+                input_dir=run / "in",
+                output_dir=run / "out",
+                code_dir=run / "code",
+            )
+            return BwrapPrerequisites(vector, tool, directory).items()
+        case Layer.NONO:
+            return NonoPrerequisites(tool, directory).items()
+        case _:
+            assert_never(layer)
+
+
+def cluster_prerequisites(environ: Mapping[str, str]) -> list[Prerequisite]:
+    """What the Job and EKS must have given this pod before either layer can run a case."""
+    variables = (cluster_env.POD_IDENTITY_URI, cluster_env.POD_IDENTITY_TOKEN_FILE)
+    state: dict[str, ClusterMode] = {}
+
+    def pod_identity() -> Finding:
+        unset = [name for name in variables if not environ.get(name)]
+        if unset:
+            return missing(
+                f"{', '.join(unset)} not set: the pod has no AWS identity",
+                "create the EKS Pod Identity association for the analyst ServiceAccount before "
+                "the pod starts (pulumi up does), and on a cluster without Auto Mode the "
+                "eks-pod-identity-agent add-on",
+            )
+        return holds(", ".join(variables))
+
+    def token_readable() -> Finding:
+        path = Path(environ[cluster_env.POD_IDENTITY_TOKEN_FILE])
+        try:
+            size = len(path.read_bytes())
+        except OSError as error:
+            return missing(
+                f"the Pod Identity token {path} cannot be read ({error.strerror})",
+                "the pod's uid must read its projected token: keep fsGroup set",
+            )
+        return holds(f"{path} ({size} bytes, not shown)")
+
+    def settings() -> Finding:
+        try:
+            state["mode"] = ClusterMode(environ)
+        except SettingMissing as error:
+            return missing(error.message, error.remedy or "the analyst Job sets it")
+        return holds(f"{cluster_env.BUCKET}, {cluster_env.SUPPLIER_API_URL} and the rest")
+
+    def supplier_address() -> tuple[str, int]:
+        parts = urlsplit(state["mode"].supplier_url)
+        return parts.hostname or "", parts.port or 443
+
+    def resolves() -> Finding:
+        host, port = supplier_address()
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as error:
+            return missing(
+                f"{host} does not resolve ({error})",
+                f"the {cluster_env.SUPPLIER_SERVICE} Service must exist in this namespace: "
+                "kubectl get service -n <namespace>",
+            )
+        return holds(f"{host} is {infos[0][4][0]}")
+
+    def answers() -> Finding:
+        host, port = supplier_address()
+        try:
+            with socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_SECONDS):
+                pass
+        except OSError as error:
+            return missing(
+                f"nothing accepts connections at {host}:{port} ({error})",
+                f"the {cluster_env.SUPPLIER_SERVICE} Deployment must be ready: "
+                "kubectl get deployment -n <namespace>",
+            )
+        return holds(f"{host}:{port} accepts TCP connections")
+
+    return [
+        Prerequisite(POD_IDENTITY_SET, pod_identity),
+        Prerequisite("the Pod Identity token is readable", token_readable, (POD_IDENTITY_SET,)),
+        Prerequisite(SETTINGS_SET, settings),
+        Prerequisite(SUPPLIER_RESOLVES, resolves, (SETTINGS_SET,)),
+        Prerequisite(
+            "the supplier Service accepts connections", answers, (SETTINGS_SET, SUPPLIER_RESOLVES)
+        ),
+    ]
+
+
+def _print(outcome: Outcome, stream: TextIO) -> None:
+    claim = outcome.prerequisite.claim
+    finding = outcome.finding
+    if finding is None:
+        waits = ", ".join(f'"{c}"' for c in outcome.waits_for)
+        print(f"SKIP {claim}: not checked, it needs {waits}", file=stream)
+    elif finding.ok:
+        print(f"PASS {claim}: {finding.found}", file=stream)
+    else:
+        print(f"FAIL {claim}: {finding.found}", file=stream)
+        print(f"     fix: {finding.fix}", file=stream)
+
+
+def doctor(options: DoctorOptions, stream: TextIO) -> bool:
+    """Prints every prerequisite of each layer; True when every chosen layer can run here."""
+    environ = options.environ
+    cluster = in_cluster(environ)
+    tool = ToolIdentity.for_this_controller()
+    base = options.work_base or (CLUSTER_BASE if cluster else DEFAULT_LOCAL_BASE)
+    shared: list[Outcome] = []
+    if cluster:
+        print(
+            "==> doctor: cluster mode (ANALYST_MODE=cluster): what the pod was given", file=stream
+        )
+        shared = evaluate(cluster_prerequisites(environ))
+        for outcome in shared:
+            _print(outcome, stream)
+    runnable = True
+    for layer in options.layers:
+        print(
+            f"==> doctor: {layer.value} ({'cluster' if cluster else 'local'} mode, tool uid "
+            f"{tool.uid}, work directory {base})",
+            file=stream,
+        )
+        outcomes = evaluate(layer_prerequisites(layer, tool, base))
+        for outcome in outcomes:
+            _print(outcome, stream)
+        short = [o for o in [*shared, *outcomes] if not o.ok]
+        if short:
+            runnable = False
+            print(
+                f"{layer.value} cannot run here: {len(short)} of {len(shared) + len(outcomes)} "
+                "prerequisites do not hold or were not checked",
+                file=stream,
+            )
+        else:
+            print(
+                f"{layer.value} can run here: all {len(outcomes)} prerequisites hold", file=stream
+            )
+    stream.flush()
+    return runnable

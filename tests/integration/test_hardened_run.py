@@ -1,0 +1,78 @@
+"""The sample case with the controller under the hardened container's seccomp profile.
+
+In a hardened-container pod the runtime loads the Localhost profile into the container's first
+process, so the controller, bwrap and every tool run under it. Here the controller is started
+the same way (tests/support/seccomp_exec.py loads the committed profile, then execs it): the
+whole bubblewrap run passes, its filter counts reading the inherited filter; under the runtime's
+default profile the same command stops at preflight with the one error naming the refusal.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
+from app.tools.bubblewrap.render import COMMITTED_DIR, CONTAINER_SECCOMP_FILE
+from tests.support.stack_run import REPO_ROOT
+
+pytestmark = pytest.mark.integration
+
+SECCOMP_EXEC = REPO_ROOT / "tests" / "support" / "seccomp_exec.py"
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    made = Path(tempfile.mkdtemp(prefix="hardened-run-", dir="/var/tmp"))
+    os.chmod(made, 0o755)
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def _run_under(profile: Path, base: Path) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, str(SECCOMP_EXEC), str(profile), "--", sys.executable]
+    command += ["-m", "app.controller", "run", "--layer", "bubblewrap"]
+    command += ["--workdir", str(base / "work"), "--out", str(base / "out")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANALYST_"))}
+    return subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(base: Path) -> None:
+    completed = _run_under(COMMITTED_DIR / CONTAINER_SECCOMP_FILE, base)
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    lines = completed.stdout.splitlines()
+    assert [line for line in lines if line.startswith("FAIL ")] == []
+    assert any(line.startswith("ANALYST_COMPLETE=") for line in lines)
+    # The tools' filters sit on the one the controller inherited, and the run says so.
+    assert (
+        "PASS the reader runs under exactly one seccomp filter of its own, the baseline this "
+        "controller compiled, over the 1 the controller itself runs under (its container's "
+        "profile): Seccomp mode 2, Seccomp_filters 2"
+    ) in lines
+    assert (base / "out" / "recommendation.md").is_file()
+
+
+def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(base: Path) -> None:
+    profile = base / "runtime-default.json"
+    profile.write_text(json.dumps(container_seccomp_profile(())))
+    completed = _run_under(profile, base)
+    assert completed.returncode == 3
+    assert (
+        completed.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error (layer unavailable): bwrap cannot make the tool's namespaces here; its own "
+            "words: bwrap: No permissions to create new namespace"
+        )
+    )
+    assert not (base / "out").exists()
