@@ -20,6 +20,11 @@ class ToolRunError(RunStopped):
     """The tool process did not produce a result: start-up failure, timeout or crash."""
 
 
+class ToolKilled(ToolRunError):
+    """A signal from outside ended the tool process (a kill, the OOM killer): the run stops.
+    Not a refusal, and not a missing piece of the machine either, even during preflight."""
+
+
 class Errno(StrEnum):
     """The errno names a probe can report, as the kernel's errno.h spells them."""
 
