@@ -86,7 +86,7 @@ def prepared_run(options: RunOptions, stream: TextIO | None = None) -> Iterator[
         paths = create_run(options.work_base or mode.default_base, tool)
         if not options.keep_workdir:
             stack.callback(shutil.rmtree, paths.top, True)
-        services = mode.start(stack, paths, tool, folder.path)
+        services = mode.start(stack, paths, tool, folder)
         client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
         run = Run(
             run_id=paths.run_id,
