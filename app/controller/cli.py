@@ -1,7 +1,9 @@
 """The controller's command line: run one case under one layer, or the demo under both.
 
 Exit codes, mapped here and nowhere else: 0 complete, 1 the run stopped (a check failed, a tool
-or a service broke), 2 bad input (nothing was created), 3 the layer cannot run on this machine.
+or a service broke), 2 bad input (nothing was created), 3 the layer cannot run on this machine,
+and 128 plus the signal's number when a signal stopped it: 129 SIGHUP, 130 SIGINT (Ctrl-C),
+143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from app.controller.run import RunOptions, RunOutcome, run_case
+from app.controller.signals import Stopped, stop_on_signals
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError
 from app.core.repo import SAMPLE_CASE
@@ -30,7 +33,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "exit codes: 0 complete; 1 the run stopped (a check failed, or a tool or service "
-            "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine"
+            "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine; "
+            "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM, after cleaning up"
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -45,7 +49,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--out",
         type=Path,
-        help="copy the report files here (a new directory; default: runs/<layer>/<run id>)",
+        help=(
+            "put the report files here, all at once when the run completes: a new folder in an "
+            "existing one, or an existing empty folder (default: runs/<layer>/<run id>)"
+        ),
     )
     demo = commands.add_parser("demo", help="run the case under both layers, then a summary")
     _common(demo)
@@ -68,12 +75,16 @@ def _common(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--workdir",
         type=Path,
-        help="base of the run's private directories (default: /var/tmp/analyst locally)",
+        help=(
+            "base of the run's private directories: an absolute path whose parent exists, "
+            "outside what a tool process sees differently (/usr, /tmp, /proc, /dev, ...) "
+            "(default: /var/tmp/analyst locally)"
+        ),
     )
     command.add_argument(
         "--keep-workdir",
         action="store_true",
-        help="keep the run's private directories after the run (for inspection)",
+        help="keep the run's private directories after the run, without its secrets",
     )
 
 
@@ -108,6 +119,7 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         out_parent=getattr(args, "out_parent", None),
         work_base=args.workdir,
         keep_workdir=args.keep_workdir,
+        workdir_layers=(layer,) if args.command == "run" else tuple(Layer),
     )
     try:
         outcome = run_case(options)
@@ -117,8 +129,7 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
     return outcome
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _commands(args: argparse.Namespace) -> int:
     if args.command == "run":
         _run_one(Layer(args.layer), args, args.out)
         return 0
@@ -133,3 +144,19 @@ def main(argv: list[str] | None = None) -> int:
             f"checks passed  report: {outcome.out_dir / 'recommendation.md'}"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        with stop_on_signals():
+            return _commands(args)
+    except Stopped as stopped:
+        # The run's clean-up ran as the stack unwound: services stopped, secrets and unfinished
+        # files removed; this is the one line left to say.
+        print(
+            f"stopped by {stopped.signal_name}: the run was cut short; its services were stopped "
+            "and its secrets and unfinished files removed",
+            file=sys.stderr,
+        )
+        return stopped.exit_code

@@ -79,6 +79,9 @@ class Services:
     aws_endpoint: HostPort
     identity: AwsIdentity
     model: ModelChoice
+    # Where the run wrote secrets of its own (locally: the AWS credentials and the supplier
+    # key); None in the cluster, whose secrets are the pod's mounts.
+    secrets_dir: Path | None = None
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -115,9 +118,13 @@ class LocalMode(RunMode):
         seeds = paths.top / "seeds"
         case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
         supplier = stack.enter_context(LocalSupplierService(paths, tool, case_dirs))
+        session = aws.session()
+        # Loaded now, while the credentials file exists: the run removes it once the last tool
+        # process has run, and boto3 keeps what it loaded.
+        session.get_credentials()
         return Services(
             bucket=aws.bucket,
-            session=aws.session(),
+            session=session,
             store=aws.store(),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
@@ -136,6 +143,7 @@ class LocalMode(RunMode):
                 False,
                 OfflineModel,
             ),
+            secrets_dir=paths.secrets,
         )
 
 

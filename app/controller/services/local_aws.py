@@ -41,6 +41,7 @@ from botocore.exceptions import ClientError
 
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import SeedCase
+from app.controller.services.tether import tethered
 from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
 from app.core.errors import RunStopped
@@ -165,12 +166,17 @@ class LocalAws:
         }
         log_path = self.state_dir / "moto.log"
         with log_path.open("wb") as log:
+            # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is
+            # the controller's to handle), and working in its own state directory, which names
+            # the run it belongs to.
             self._process = subprocess.Popen(
-                [str(_moto_server()), "-H", LOOPBACK, "-p", str(port)],
+                tethered([str(_moto_server()), "-H", LOOPBACK, "-p", str(port)]),
                 env=env,
+                cwd=self.state_dir,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
         while time.monotonic() < deadline:
