@@ -79,6 +79,15 @@ def check_target(path: Path, *, create_parent: bool) -> OutTarget:
     return OutTarget(path, create_parent)
 
 
+def check_parent(path: Path) -> None:
+    """A folder the run makes its report folders in (runs/, the demo's --out): if it exists,
+    it must be a folder."""
+    path = Path(os.path.abspath(path))
+    for step in [*reversed(path.parents), path]:
+        if step.exists() and not step.is_dir():
+            raise _refuse(path, f"{step} is a file, not a folder", "pass a folder, or a new path")
+
+
 def _require_empty(path: Path, remedy: str) -> None:
     try:
         with os.scandir(path) as entries:

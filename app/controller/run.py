@@ -21,7 +21,7 @@ from typing import Final, TextIO
 from app.controller.environment import RunMode, Services, mode_from_environment
 from app.controller.guardian import Guardian, remove
 from app.controller.layers import LayerFactory, shipped_layer, work_dir_conflicts
-from app.controller.output import OutClaim, OutTarget, check_target
+from app.controller.output import OutClaim, OutTarget, check_parent, check_target
 from app.controller.phases.business import business
 from app.controller.phases.correlation import correlation
 from app.controller.phases.evidence import finish
@@ -101,6 +101,7 @@ def plan_run(options: RunOptions) -> RunPlan:
         out = check_target(options.out_dir, create_parent=False)
     else:
         parent = options.out_parent or mode.default_out_parent
+        check_parent(parent)
         out = check_target(parent / options.layer.value / run_id, create_parent=True)
     return RunPlan(options, folder, mode, base, run_id, out)
 
@@ -177,8 +178,10 @@ def run_case(
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
+        # A copy's error names its source first and the file it could not write second.
+        written = error.filename2 or error.filename or "a file of the run"
         raise RunStopped(
-            f"{error.filename or 'a file of the run'}: {error.strerror}",
+            f"{written}: {error.strerror}",
             "free space on that filesystem; nothing of this run was kept",
         ) from error
 

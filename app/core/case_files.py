@@ -83,7 +83,11 @@ class CaseFolderFiles:
         try:
             return os.open(name, flags, dir_fd=parent)
         except OSError as error:
-            raise _open_error(shown, error, directory=directory) from None
+            link = error.errno == errno.ELOOP or (
+                # O_DIRECTORY with O_NOFOLLOW answers ENOTDIR for a link to a folder.
+                error.errno == errno.ENOTDIR and _is_link(parent, name)
+            )
+            raise _open_error(shown, error, link=link, directory=directory) from None
 
     def read(self, relative: str, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
         """The bytes of ``relative`` (a path inside the folder), refused unless it is a regular
@@ -114,8 +118,15 @@ class CaseFolderFiles:
         return True
 
 
-def _open_error(shown: Path, error: OSError, *, directory: bool) -> CaseError:
-    if error.errno == errno.ELOOP:
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+def _open_error(shown: Path, error: OSError, *, link: bool, directory: bool) -> CaseError:
+    if link:
         return CaseError(
             f"{shown}: is a symbolic link; a case's files must lie inside its folder",
             "copy the file into the case folder instead of linking to it",
