@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from support.faults import processes_of, secret_leftovers, start_controller
 
 from app.core import cluster_env
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
@@ -45,7 +48,13 @@ def test_help_names_every_subcommand_layer_and_exit_code() -> None:
     done = _controller("--help")
     assert done.returncode == 0
     assert "run" in done.stdout and "demo" in done.stdout
-    for code in ("0 complete", "1 the run stopped", "2 bad input", "3 the layer cannot run"):
+    for code in (
+        "0 complete",
+        "1 the run stopped",
+        "2 bad input",
+        "3 the layer cannot run",
+        "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM",
+    ):
         assert code in " ".join(done.stdout.split())
     run_help = _controller("run", "--help").stdout
     for option in ("--layer", "--case", "--out", "--workdir", "--keep-workdir", "bubblewrap,nono"):
@@ -144,3 +153,51 @@ def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> No
     complete = [line for line in lines if line.startswith("ANALYST_COMPLETE=")]
     assert len(complete) == 1
     assert f"  recommendation: {out / 'recommendation.md'}" in lines
+
+
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, True)],
+    ids=["Ctrl-C", "kill", "hang-up"],
+)
+def test_a_signal_stops_the_run_with_one_line_and_128_plus_its_number(
+    signum: int, group: bool, work_base: Path
+) -> None:
+    """Mid-run, with the secret files on disk: the clean-up runs, then one line, no traceback."""
+    controller = start_controller(work_base)
+    controller.wait_for(r"^==> bubblewrap: run ")
+    controller.remember_secrets()
+    controller.wait_for(r"^PASS control: an unconfined process at the tool's uid \d+ opens the")
+    code = controller.signal_group(signum) if group else controller.kill(signum)
+    assert code == 128 + signum
+    name = signal.Signals(signum).name
+    assert controller.errors() == (
+        f"stopped by {name}: the run was cut short; its services were stopped and its secrets "
+        "and unfinished files removed\n"
+    )
+    assert processes_of(controller.work) == []
+    assert secret_leftovers([work_base], controller.secrets_seen) == []
+    assert list(controller.work.iterdir()) == []
+    assert not (work_base / "out").exists()
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler of its own for ``signum`` (its SigCgt mask)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) & (1 << (signum - 1)))
+
+
+def test_ctrl_c_while_the_program_loads_is_one_line_and_130(work_base: Path) -> None:
+    """Before the run begins, while the heavy imports load: nothing exists, nothing to clean.
+    The entry point's handler is the first thing it installs; SIGTERM, which Python leaves at
+    its default, shows when it is in place."""
+    controller = start_controller(work_base)
+    deadline = time.monotonic() + 60
+    while not _catches(controller.process.pid, signal.SIGTERM):
+        assert time.monotonic() < deadline, controller.errors()
+        time.sleep(0.001)
+    assert controller.signal_group(signal.SIGINT) == 130
+    assert controller.errors() == "stopped by SIGINT before the run began; nothing was created\n"
+    assert controller.output() == ""
+    assert not (work_base / "work").exists() and not (work_base / "out").exists()
