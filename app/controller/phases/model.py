@@ -99,7 +99,13 @@ def _gate_controls(
     # Prefer an ineligible supplier; a case where every supplier qualifies offers a loser,
     # and a one-supplier case an id that is not in the case at all.
     wrong = (ineligible or losers or [absent_id({v.id for v in comparison.verdicts})])[0]
-    wrong_label = "an ineligible supplier" if ineligible else "a supplier it did not choose"
+    wrong_label = (
+        "an ineligible supplier"
+        if ineligible
+        else "a supplier it did not choose"
+        if losers
+        else "an id that is no supplier of the case"
+    )
 
     def choose(candidate: Recommendation) -> object:
         return choice_gate(candidate, comparison)
