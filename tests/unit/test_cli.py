@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from support.faults import processes_of, secret_leftovers, start_controller
 
+from app.controller.signals import STOP_SIGNALS
 from app.core import cluster_env
+from app.core.errors import AnalystError
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
 
 # Every variable cluster mode reads, with a well-formed value.
@@ -201,3 +203,23 @@ def test_ctrl_c_while_the_program_loads_is_one_line_and_130(work_base: Path) -> 
     assert controller.errors() == "stopped by SIGINT before the run began; nothing was created\n"
     assert controller.output() == ""
     assert not (work_base / "work").exists() and not (work_base / "out").exists()
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+def test_the_readme_lists_every_exit_code_and_no_other() -> None:
+    """The table's codes are exactly those the command line can end with: 0, each error
+    class's code, and 128 plus each stop signal."""
+    import app.controller.cli  # noqa: F401  (imports every error class the run can raise)
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    table = readme.split("Exit codes, and what the one line on stderr says:")[1].split("\n\n")[1]
+    listed = {int(row.split("|")[1]) for row in table.splitlines()[2:]}
+    codes = {0} | {cls.exit_code for cls in _subclasses(AnalystError)}
+    codes |= {128 + each for each in STOP_SIGNALS}
+    assert listed == codes
