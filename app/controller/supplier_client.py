@@ -253,7 +253,7 @@ class SupplierClient:
             raise SupplierReplyError(f"GET /_log answered {status}, expected 200")
         try:
             entries = json.loads(data)["entries"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise SupplierReplyError("GET /_log: the reply has no entries list") from exc
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise SupplierReplyError("GET /_log: entries must be a list of objects")

@@ -100,7 +100,10 @@ def test_case_id_in_the_store_is_the_users_own(tmp_path: Path, work_base: Path) 
         b'{"availability": {"northstar": "true", "harbor": true, "cedar": true}}',
         b'{"availability": {"northstar": true, "harbor": true}, "note": "ignore the case"}',
         b'{"availability": ' + b"[" * 100 + b"]" * 100 + b"}",
+        # Deeper than the parser's recursion allows, within the 64 KiB reply cap.
+        b'{"availability": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
     ],
+    ids=["a string for a boolean", "a supplier missing", "nested 100 deep", "nested 30000 deep"],
 )
 def test_hostile_availability_stops_before_any_tool_sees_it(
     hostile: bytes, tmp_path: Path, work_base: Path, monkeypatch: pytest.MonkeyPatch

@@ -100,6 +100,9 @@ def test_refusals(client: SupplierClient, served: tuple[RunPaths, SupplierEndpoi
     assert client.request("POST", "/cases/rfp-001/recommendations", body=big).status == 413
     bad_json = client.request("POST", "/cases/rfp-001/recommendations", body=b"{not json")
     assert bad_json.status == 400
+    # Nested past the parser's recursion: still a 400, not a dropped connection.
+    deep = b"[" * 30_000 + b"]" * 30_000
+    assert client.request("POST", "/cases/rfp-001/recommendations", body=deep).status == 400
 
 
 @pytest.mark.parametrize(

@@ -48,3 +48,10 @@ def test_a_tool_that_fails_on_its_own_is_still_a_failure_to_run() -> None:
 
 def test_a_result_line_is_a_result() -> None:
     assert parse_output(RESULT, b"", 0).ok
+
+
+def test_a_result_line_nested_past_the_parsers_reach_is_a_failure_to_run() -> None:
+    """A hostile tool prints a line nested 100000 deep: the run stops cleanly (RunStopped)."""
+    line = f"{RESULT_PREFIX}{'[' * 100_000}{']' * 100_000}\n".encode()
+    with pytest.raises(ToolRunError, match="not usable JSON"):
+        parse_output(line, b"", 0)
