@@ -38,10 +38,10 @@ from app.tools.bubblewrap import launcher as bubblewrap_launcher
 
 pytestmark = pytest.mark.integration
 
-STARTED = r"^==> \w+: run [0-9a-f]{32}, case rfp-001$"
-# Points of a run, each a line it prints: the services are up; the boundary is being checked
-# with the secret files on disk; the secret files are gone and the model turn runs; the report
-# is being written.
+# Points of a run, each a check line it holds still at (support/paused.py): the services are
+# up and preflight passed; the boundary is being checked with the secret files on disk; the
+# secret files are gone and the model turn comes next; the report is being written.
+SERVICES_UP = r"^PASS bwrap is bubblewrap"
 MID_BOUNDARY = r"^PASS control: an unconfined process at the tool's uid \d+ opens the supplier key"
 SECRETS_GONE = r"^PASS the run's secret files .* are removed"
 REPORTING = r"^PASS the report object round-trips through the store: recommendation\.md$"
@@ -69,26 +69,29 @@ def assert_nothing_left(controller: Controller, base: Path, *, out: Path | None 
 
 @pytest.mark.parametrize(
     "point",
-    [STARTED, MID_BOUNDARY, SECRETS_GONE, REPORTING],
+    [SERVICES_UP, MID_BOUNDARY, SECRETS_GONE, REPORTING],
     ids=["services up", "mid boundary", "secrets gone", "reporting"],
 )
 def test_a_controller_killed_with_sigkill_leaves_nothing(point: str, base: Path) -> None:
     """No handler runs on SIGKILL: the services die with it (PR_SET_PDEATHSIG) and the guardian
     removes the secrets, the unfinished report and the tree."""
-    controller = start_controller(base)
-    controller.wait_for(STARTED)
+    # Held first where the secret files are on disk, to learn them; then at the point.
+    pauses = [SERVICES_UP] if point == SERVICES_UP else [SERVICES_UP, point]
+    controller = start_controller(base, pause_at=pauses)
+    controller.wait_paused()
     controller.remember_secrets()
-    controller.wait_for(point)
+    if len(pauses) == 2:
+        controller.resume()
+        controller.wait_paused()
     assert controller.kill(signal.SIGKILL) == -signal.SIGKILL
     assert_nothing_left(controller, base)
     assert settle(lambda: [str(p) for p in controller.work.iterdir()]) == []
 
 
 def test_a_killed_run_kept_for_inspection_keeps_its_tree_without_secrets(base: Path) -> None:
-    controller = start_controller(base, "--keep-workdir")
-    controller.wait_for(STARTED)
+    controller = start_controller(base, "--keep-workdir", pause_at=[MID_BOUNDARY])
+    controller.wait_paused()
     controller.remember_secrets()
-    controller.wait_for(MID_BOUNDARY)
     tree = controller.run_tree()
     controller.kill(signal.SIGKILL)
     assert_nothing_left(controller, base)
@@ -100,8 +103,8 @@ def test_a_killed_run_kept_for_inspection_keeps_its_tree_without_secrets(base: P
 def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: Path) -> None:
     """Its guardian killed first, a dead run's tree (secrets included) stays behind; the next
     run in the same work directory finds its lock free, removes it, and says so."""
-    dead = start_controller(base)
-    dead.wait_for(STARTED)
+    dead = start_controller(base, pause_at=[SERVICES_UP])
+    dead.wait_paused()
     dead.remember_secrets()
     tree = dead.run_tree()
     (guardian,) = [p for p in processes_of(dead.work) if "guardian.py" in p]
@@ -112,14 +115,16 @@ def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: 
 
     later_base = base / "later"
     later_base.mkdir()
-    later = start_controller(later_base, work=dead.work, out=later_base / "out")
-    note = later.wait_for(r"^note: removed .*$")
-    assert note == (
+    later = start_controller(
+        later_base, work=dead.work, out=later_base / "out", pause_at=[SERVICES_UP]
+    )
+    later.wait_paused()
+    notes = [line for line in later.output().splitlines() if line.startswith("note: ")]
+    assert notes == [
         f"note: removed {tree}: the work tree of a run whose controller (pid "
         f"{dead.process.pid}) ended without cleaning up"
-    )
+    ]
     assert not tree.exists()
-    later.wait_for(STARTED)
     assert later.kill(signal.SIGTERM) == 128 + signal.SIGTERM
     assert_nothing_left(later, base, out=later_base / "out")
 
@@ -139,11 +144,12 @@ def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: 
     ids=["moto", "supplier API"],
 )
 def test_a_service_killed_mid_run_stops_it_cleanly(service: str, message: str, base: Path) -> None:
-    controller = start_controller(base)
-    controller.wait_for(STARTED)
+    controller = start_controller(base, pause_at=[SERVICES_UP])
+    controller.wait_paused()
     controller.remember_secrets()
     (victim,) = [p for p in processes_of(controller.work) if service in p]
     os.kill(int(victim.split(":")[0]), signal.SIGKILL)
+    controller.resume()
     assert controller.finish() == 1, controller.errors()
     errors = controller.errors()
     assert message in errors
@@ -235,10 +241,14 @@ def test_a_full_report_filesystem_leaves_no_partial_report(base: Path) -> None:
     there, not even a truncated evidence.json, and the run says so (exit 1)."""
     small, listing = base / "small", base / "listing"
     controller = start_controller(
-        base, command=_on_a_small_filesystem(small, "16k", listing), out=small / "out"
+        base,
+        command=_on_a_small_filesystem(small, "16k", listing),
+        out=small / "out",
+        pause_at=[SERVICES_UP],
     )
-    controller.wait_for(STARTED)
+    controller.wait_paused()
     controller.remember_secrets()
+    controller.resume()
     assert controller.finish() == 1, controller.errors()
     assert "ANALYST_COMPLETE" not in controller.output()
     assert controller.errors().strip().splitlines() == [
@@ -271,8 +281,8 @@ def test_two_runs_given_one_out_never_mix(base: Path) -> None:
     out = base / "shared"
     first_base = base / "first"
     first_base.mkdir()
-    first = start_controller(first_base, out=out)
-    first.wait_for(STARTED)
+    first = start_controller(first_base, out=out, pause_at=[SERVICES_UP])
+    first.wait_paused()
     second_base = base / "second"
     second_base.mkdir()
     second = subprocess.run(
@@ -286,6 +296,7 @@ def test_two_runs_given_one_out_never_mix(base: Path) -> None:
         f"error (bad input): --out {out}: another run is writing its report there now; give "
         "each run its own --out\n"
     )
+    first.resume()
     assert first.finish() == 0, first.errors()
     (run_id,) = [line.split("=")[1] for line in first.output().splitlines() if "COMPLETE=" in line]
     assert json.loads((out / "evidence.json").read_text())["run_id"] == run_id

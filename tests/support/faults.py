@@ -35,7 +35,9 @@ class Controller:
     stdout: Path
     stderr: Path
     work: Path
+    resume_file: Path
     secrets_seen: dict[str, bytes] = field(default_factory=dict)
+    pauses: int = 0
 
     def output(self) -> str:
         return self.stdout.read_text(encoding="utf-8", errors="replace")
@@ -58,6 +60,22 @@ class Controller:
             f"no line matching {pattern!r} (exit {self.process.poll()}):\n"
             f"{self.output()[-3000:]}\n{self.errors()[-3000:]}"
         )
+
+    def wait_paused(self) -> str:
+        """Waits until the run holds still at its next pause line; returns that line."""
+        deadline = time.monotonic() + LINE_TIMEOUT_SECONDS
+        while time.monotonic() < deadline:
+            held = re.findall(r"^test-pause: (.*)$", self.output(), re.MULTILINE)
+            if len(held) > self.pauses:
+                self.pauses += 1
+                return str(held[self.pauses - 1])
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.02)
+        raise AssertionError(f"the run did not pause:\n{self.output()[-3000:]}\n{self.errors()}")
+
+    def resume(self) -> None:
+        Path(f"{self.resume_file}.{self.pauses}").touch()
 
     def run_tree(self) -> Path:
         (tree,) = [p for p in self.work.iterdir() if re.fullmatch(r"[0-9a-f]{32}", p.name)]
@@ -96,17 +114,25 @@ def start_controller(
     command: Sequence[str] = (),
     work: Path | None = None,
     out: Path | None = None,
+    pause_at: Sequence[str] = (),
 ) -> Controller:
     """Starts one run whose output goes to files under ``base``; ``command`` wraps it (for a
-    private mount namespace, say)."""
+    private mount namespace, say). With ``pause_at`` (patterns for check lines) the run holds
+    still right after printing each, in turn, until ``resume`` (see paused.py)."""
     work = work or base / "work"
     out = out or base / "out"
     stdout, stderr = base / "stdout.log", base / "stderr.log"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    entry = ["-m", "app.controller"]
+    if pause_at:
+        entry = ["-m", "support.paused"]
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "tests"), str(REPO_ROOT)])
+        env["ANALYST_TEST_PAUSE_AT"] = "\n".join(pause_at)
+        env["ANALYST_TEST_RESUME_FILE"] = str(base / "resume")
     argv = [
         *command,
         sys.executable,
-        "-m",
-        "app.controller",
+        *entry,
         "run",
         "--layer",
         layer,
@@ -123,12 +149,12 @@ def start_controller(
             stdin=subprocess.DEVNULL,
             stdout=out_file,
             stderr=err_file,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env=env,
             # Its own process group, as a shell gives a command: a terminal's Ctrl-C is a
             # signal to that whole group (see signal_group).
             start_new_session=True,
         )
-    return Controller(process, stdout, stderr, work)
+    return Controller(process, stdout, stderr, work, base / "resume")
 
 
 def _state(pid: str) -> str:

@@ -166,10 +166,10 @@ def test_a_signal_stops_the_run_with_one_line_and_128_plus_its_number(
     signum: int, group: bool, work_base: Path
 ) -> None:
     """Mid-run, with the secret files on disk: the clean-up runs, then one line, no traceback."""
-    controller = start_controller(work_base)
-    controller.wait_for(r"^==> bubblewrap: run ")
+    paused_at = r"^PASS control: an unconfined process at the tool's uid \d+ opens the supplier"
+    controller = start_controller(work_base, pause_at=[paused_at])
+    controller.wait_paused()
     controller.remember_secrets()
-    controller.wait_for(r"^PASS control: an unconfined process at the tool's uid \d+ opens the")
     code = controller.signal_group(signum) if group else controller.kill(signum)
     assert code == 128 + signum
     name = signal.Signals(signum).name
