@@ -71,7 +71,9 @@ class SupplierReply:
             return json.loads(self.body)
         # A reply nested thousands deep exhausts the parser's recursion: refused the same way.
         except (ValueError, RecursionError) as exc:
-            raise SupplierReplyError(f"reply to {self.request_id} is not usable JSON") from exc
+            raise SupplierReplyError(
+                f"reply to {self.request_id} is not JSON, or nested too deeply to read"
+            ) from exc
 
 
 class SupplierAccess(Protocol):
