@@ -39,7 +39,7 @@ from app.core.checklog import CheckLog
 from app.core.errors import RunStopped
 from app.core.roles import Layer
 from app.core.run import Evidence, Run
-from app.core.run_tree import ToolIdentity, new_run_id
+from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.layer import ConfinementLayer
 
 REPORT_FILES: Final = (
@@ -132,7 +132,8 @@ def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[Prepar
         # refused before anything else starts.
         stack.enter_context(out)
         # Whatever the controller's own clean-up leaves, however it ends, the guardian takes.
-        stack.enter_context(Guardian([plan.top / "secrets", out.staging, tree_end]))
+        secrets = RunPaths(plan.run_id, plan.top).secrets
+        stack.enter_context(Guardian([secrets, out.staging, tree_end]))
         paths = stack.enter_context(
             claimed_run(
                 plan.work_base,
