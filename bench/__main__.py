@@ -19,7 +19,7 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing
 from pathlib import Path
 
-from app.controller.run import RunOptions, prepared_run
+from app.controller.run import RunOptions, plan_run, prepared_run
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run_tree import ToolIdentity
@@ -43,7 +43,7 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
     os.chmod(base, 0o755)
     options = RunOptions(layer=Layer.NONO, case_dir=SAMPLE_CASE, work_base=base)
     try:
-        with prepared_run(options, io.StringIO()) as prepared, ExitStack() as stack:
+        with prepared_run(plan_run(options), io.StringIO()) as prepared, ExitStack() as stack:
             run = prepared.run
             bubblewrap = BubblewrapLayer(run)
             nono = stack.enter_context(closing(NonoLayer(run)))

@@ -1,7 +1,9 @@
 """The controller's command line: run one case under one layer, or the demo under both.
 
 Exit codes, mapped here and nowhere else: 0 complete, 1 the run stopped (a check failed, a tool
-or a service broke), 2 bad input (nothing was created), 3 the layer cannot run on this machine.
+or a service broke), 2 bad input (nothing was created), 3 the layer cannot run on this machine,
+and 128 plus the signal's number when a signal stopped it: 129 SIGHUP, 130 SIGINT (Ctrl-C),
+143 SIGTERM.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from app.controller.guest import read_guest
 from app.controller.nitro_compare import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
+from app.controller.signals import Stopped, stop_on_signals
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, LayerUnavailable
 from app.core.repo import SAMPLE_CASE
@@ -34,7 +37,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "exit codes: 0 complete; 1 the run stopped (a check failed, or a tool or service "
-            "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine"
+            "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine; "
+            "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM, after cleaning up"
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -49,7 +53,10 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--out",
         type=Path,
-        help="copy the report files here (a new directory; default: runs/<layer>/<run id>)",
+        help=(
+            "put the report files here, all at once when the run completes: a new folder in an "
+            "existing one, or an existing empty folder (default: runs/<layer>/<run id>)"
+        ),
     )
     evidence = commands.add_parser(
         "nitro-evidence",
@@ -113,12 +120,16 @@ def _common(command: argparse.ArgumentParser) -> None:
     command.add_argument(
         "--workdir",
         type=Path,
-        help="base of the run's private directories (default: /var/tmp/analyst locally)",
+        help=(
+            "base of the run's private directories: an absolute path whose parent exists, "
+            "outside what a tool process sees differently (/usr, /tmp, /proc, /dev, ...) "
+            "(default: /var/tmp/analyst locally)"
+        ),
     )
     command.add_argument(
         "--keep-workdir",
         action="store_true",
-        help="keep the run's private directories after the run (for inspection)",
+        help="keep the run's private directories after the run, without its secrets",
     )
 
 
@@ -153,6 +164,7 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         out_parent=getattr(args, "out_parent", None),
         work_base=args.workdir,
         keep_workdir=args.keep_workdir,
+        workdir_layers=(layer,) if args.command == "run" else tuple(Layer),
     )
     try:
         outcome = run_case(options)
@@ -172,8 +184,7 @@ def _nitro_evidence(args: argparse.Namespace) -> int:
     return 0 if verdict is Verdict.ISOLATED else 1
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+def _commands(args: argparse.Namespace) -> int:
     if args.command == "guest-readings":
         print(read_guest().line())
         return 0
@@ -197,3 +208,19 @@ def main(argv: list[str] | None = None) -> int:
             f"checks passed  report: {outcome.out_dir / 'recommendation.md'}"
         )
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        with stop_on_signals():
+            return _commands(args)
+    except Stopped as stopped:
+        # The run's clean-up ran as the stack unwound: services stopped, secrets and unfinished
+        # files removed; this is the one line left to say.
+        print(
+            f"stopped by {stopped.signal_name}: the run was cut short; its services were stopped "
+            "and its secrets and unfinished files removed",
+            file=sys.stderr,
+        )
+        return stopped.exit_code

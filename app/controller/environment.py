@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
@@ -25,16 +26,18 @@ from strands.models.model import Model
 from app.controller.model import OfflineModel, bedrock_model
 from app.controller.services.local_aws import LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
+from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
 from app.core import cluster_env
+from app.core.case import CaseFolder
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import BadInput, RunStopped
-from app.core.ids import OTHER_CASE_ID
-from app.core.repo import CASES_DIR
 from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
 
 CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR)
+# A supplier API key is a few dozen bytes; the file is bounded like every other input.
+MAX_KEY_BYTES: Final = 4096
 
 
 class SettingMissing(BadInput):
@@ -81,6 +84,9 @@ class Services:
     aws_endpoint: HostPort
     identity: AwsIdentity
     model: ModelChoice
+    # Where the run wrote secrets of its own (locally: the AWS credentials and the supplier
+    # key); None in the cluster, whose secrets are the pod's mounts.
+    secrets_dir: Path | None = None
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -100,7 +106,7 @@ class RunMode(ABC):
 
     @abstractmethod
     def start(
-        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         """Starts or locates every service; the stack stops what was started."""
 
@@ -116,14 +122,21 @@ class LocalMode(RunMode):
     default_out_parent = Path("runs")
 
     def start(
-        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
-        other = CASES_DIR / OTHER_CASE_ID
-        aws = stack.enter_context(LocalAws(paths, tool, case_dir, other_case_dir=other))
-        supplier = stack.enter_context(LocalSupplierService(paths, tool, [case_dir, other]))
+        case, other = run_seed(folder), control_seed(folder.case.case_id)
+        aws = stack.enter_context(LocalAws(paths, tool, case, other))
+        # The supplier API reads the controller's own copies, never the user's folder again.
+        seeds = paths.top / "seeds"
+        case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
+        supplier = stack.enter_context(LocalSupplierService(paths, tool, case_dirs))
+        session = aws.session()
+        # Loaded now, while the credentials file exists: the run removes it once the last tool
+        # process has run, and boto3 keeps what it loaded.
+        session.get_credentials()
         return Services(
             bucket=aws.bucket,
-            session=aws.session(),
+            session=session,
             store=aws.store(),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
@@ -138,6 +151,7 @@ class LocalMode(RunMode):
                 exact=True,
             ),
             model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, OfflineModel),
+            secrets_dir=paths.secrets,
         )
 
 
@@ -198,7 +212,7 @@ class ClusterMode(RunMode):
         ]
 
     def start(
-        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, case_dir: Path
+        self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         session = boto3.Session(region_name=self.region)
         return Services(
@@ -261,9 +275,20 @@ def _https_url(environ: Mapping[str, str], name: str) -> str:
 
 
 def read_supplier_key(path: Path) -> bytes:
-    """The key's bytes without a trailing newline, which Secret files and editors often add."""
+    """The key's bytes without a trailing newline, which Secret files and editors often add.
+
+    Links are followed (the kubelet mounts a Secret's files as links into its own folder); the
+    size is bounded before anything is read.
+    """
     try:
-        key = path.read_bytes().strip()
+        with path.open("rb") as file:
+            st = os.fstat(file.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEY_BYTES:
+                raise SettingMissing(
+                    f"{path}: the supplier key file is not a regular file of at most "
+                    f"{MAX_KEY_BYTES} bytes"
+                )
+            key = file.read(MAX_KEY_BYTES).strip()
     except OSError as error:
         raise SettingMissing(
             f"{path}: the supplier key file cannot be read ({error.strerror})"

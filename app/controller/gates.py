@@ -7,9 +7,15 @@ store key of every proposal.
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.controller.comparison import Comparison
+
+# The model's answer is bounded like every other input: an id is at most 63 characters, and an
+# analysis longer than this is not a report anyone reads (the sample's is about 700).
+MAX_ANALYSIS_CHARS: Final = 20_000
 
 
 class Recommendation(BaseModel):
@@ -18,10 +24,12 @@ class Recommendation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     recommended_supplier: str | None = Field(
-        description="The id of the recommended supplier, exactly as the evidence gives it."
+        max_length=63,
+        description="The id of the recommended supplier, exactly as the evidence gives it.",
     )
     analysis: str = Field(
-        description="Markdown analysis that cites every proposal by its store key in backticks."
+        max_length=MAX_ANALYSIS_CHARS,
+        description="Markdown analysis that cites every proposal by its store key in backticks.",
     )
 
 

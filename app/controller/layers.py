@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import PurePosixPath
 from typing import assert_never
 
 from app.core.errors import LayerUnavailable
@@ -31,3 +32,60 @@ def shipped_layer(name: Layer) -> LayerFactory:
             return NonoLayer
         case _:
             assert_never(name)
+
+
+# Stands for the run's own directories, which each policy names by their real paths.
+_RUN_PLACEHOLDER = PurePosixPath("/run-tree")
+
+
+def work_dir_conflicts(layers: Iterable[Layer]) -> dict[PurePosixPath, str]:
+    """The host paths where a tool process of these layers sees something other than the
+    controller does, each with a clause saying what: a work directory there would be hidden from
+    the tools (a false FAIL) or shown to them (a real leak). Read from each layer's own policy."""
+    from app.tools.bubblewrap.policy import (
+        USR_SYMLINKS,
+        BubblewrapPolicy,
+        bwrap_argv,
+        mount_destinations,
+    )
+    from app.tools.nono.policy import SYSTEM_READ
+
+    conflicts: dict[PurePosixPath, str] = {}
+    for layer in layers:
+        match layer:
+            case Layer.BUBBLEWRAP:
+                argv = bwrap_argv(
+                    BubblewrapPolicy(),
+                    role="reader",
+                    input_dir=_RUN_PLACEHOLDER / "in",
+                    output_dir=_RUN_PLACEHOLDER / "out",
+                    code_dir=_RUN_PLACEHOLDER / "code",
+                )
+                shown = {
+                    argv[i + 1]
+                    for i, option in enumerate(argv)
+                    if option == "--ro-bind" and argv[i + 1] == argv[i + 2]
+                }
+                for place in mount_destinations(argv):
+                    conflicts.setdefault(
+                        PurePosixPath(place),
+                        "which bubblewrap shows to every tool process, the run's secrets with it"
+                        if place in shown
+                        else "which bubblewrap replaces in every tool process, hiding the run's "
+                        "files there",
+                    )
+                for _, link in USR_SYMLINKS:
+                    conflicts.setdefault(
+                        PurePosixPath(link),
+                        "which bubblewrap replaces with a link into /usr in every tool process",
+                    )
+            case Layer.NONO:
+                for place in SYSTEM_READ:
+                    conflicts.setdefault(
+                        PurePosixPath(place),
+                        "which nono's profiles let every tool process read, the run's secrets "
+                        "with it",
+                    )
+            case _:
+                assert_never(layer)
+    return conflicts

@@ -17,12 +17,22 @@ from pydantic import BaseModel
 from strands import Agent, tool
 from strands.models.model import Model
 from strands.types.content import Messages
+from strands.types.exceptions import (
+    ContextWindowOverflowException,
+    EventLoopException,
+    MaxTokensReachedException,
+    ModelThrottledException,
+    StructuredOutputException,
+)
 from strands.types.streaming import StreamEvent
 from strands.types.tools import ToolSpec
 
-from app.controller.gates import Recommendation
+from app.controller.gates import MAX_ANALYSIS_CHARS, Recommendation
+from app.core.errors import RunStopped
 
 EVIDENCE_TOOL = "get_case_evidence"
+# Bedrock stops a turn's output here; the structured answer is bounded again by its own shape.
+MAX_OUTPUT_TOKENS = 4096
 T = TypeVar("T", bound=BaseModel)
 
 SYSTEM_PROMPT = (
@@ -30,6 +40,20 @@ SYSTEM_PROMPT = (
     "supplier the verified comparison names. Cite every proposal by its store key in backticks "
     "(for example `proposals/<case>/<supplier>.json`). Put the chosen supplier id in "
     "recommended_supplier; the prose is your analysis."
+)
+
+
+class ModelTurnFailed(RunStopped):
+    """The model turn ended without an answer the gates could check: the run stops."""
+
+
+# What the agent loop raises when a turn cannot produce a valid structured answer.
+_TURN_FAILURES = (
+    ContextWindowOverflowException,
+    EventLoopException,
+    MaxTokensReachedException,
+    ModelThrottledException,
+    StructuredOutputException,
 )
 
 
@@ -153,7 +177,7 @@ def bedrock_model(model_id: str, region: str) -> Model:
     """Strands' Bedrock model, using the controller's own AWS identity (Pod Identity)."""
     from strands.models.bedrock import BedrockModel
 
-    return BedrockModel(model_id=model_id, region_name=region)
+    return BedrockModel(model_id=model_id, region_name=region, max_tokens=MAX_OUTPUT_TOKENS)
 
 
 def run_model_turn(model: Model, evidence: dict[str, Any]) -> tuple[Recommendation, TurnRecord]:
@@ -172,10 +196,17 @@ def run_model_turn(model: Model, evidence: dict[str, Any]) -> tuple[Recommendati
         system_prompt=SYSTEM_PROMPT,
         callback_handler=None,
     )
-    result = agent(
-        f"Recommend a supplier for case {evidence['case_id']}.",
-        structured_output_model=Recommendation,
-    )
+    try:
+        result = agent(
+            f"Recommend a supplier for case {evidence['case_id']}.",
+            structured_output_model=Recommendation,
+        )
+    except _TURN_FAILURES as error:
+        raise ModelTurnFailed(
+            f"the model turn gave no usable answer ({type(error).__name__}: {error})",
+            "an answer must fit the Recommendation shape, its analysis at most "
+            f"{MAX_ANALYSIS_CHARS} characters",
+        ) from error
     usage = result.metrics.accumulated_usage
     record.input_tokens = int(usage.get("inputTokens", 0))
     record.output_tokens = int(usage.get("outputTokens", 0))

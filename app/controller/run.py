@@ -1,14 +1,16 @@
 """One procurement case, end to end: the single orchestrator both confinement layers run under.
 
-It reads as the run's phases in order: the layer's preflight, what a tool process got, identity
-and storage, the boundary, the supplier, the business work, one model turn with its gates, the
-report, correlation with the supplier API's own log, and the last writes with their scans. A
-failed check stops the run (CheckFailed) and leaves no report behind.
+Every option is checked before anything exists (plan_run). The run then reads as its phases in
+order: the layer's preflight, what a tool process got, identity and storage, the boundary, the
+supplier, the business work, the secrets leaving the disk, one model turn with its gates, the
+report, correlation with the supplier API's own log, and the last writes with their scans; the
+report folder is filled in one step at the very end. A failed check stops the run (CheckFailed)
+and leaves no report behind.
 """
 
 from __future__ import annotations
 
-import shutil
+import errno
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
@@ -17,8 +19,10 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from app.controller.environment import RunMode, Services, mode_from_environment
+from app.controller.guardian import Guardian, remove
 from app.controller.guest import read_guest
-from app.controller.layers import LayerFactory, shipped_layer
+from app.controller.layers import LayerFactory, shipped_layer, work_dir_conflicts
+from app.controller.output import OutClaim, OutTarget, check_parent, check_target
 from app.controller.phases.business import business
 from app.controller.phases.cluster import cluster_mounts_and_names
 from app.controller.phases.correlation import correlation
@@ -26,15 +30,18 @@ from app.controller.phases.evidence import finish
 from app.controller.phases.identity import identity_and_storage
 from app.controller.phases.model import model_turn
 from app.controller.phases.report import report
+from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.supplier_client import SupplierClient
+from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
+from app.core.errors import RunStopped
 from app.core.roles import Layer
 from app.core.run import Evidence, Run
-from app.core.run_tree import ToolIdentity, create_run
+from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.layer import ConfinementLayer
 
 REPORT_FILES: Final = (
@@ -54,6 +61,8 @@ class RunOptions:
     out_parent: Path | None = None  # default: runs/ locally, the run's volume in the cluster
     work_base: Path | None = None
     keep_workdir: bool = False
+    # The layers whose tool processes will use the work directory (the demo runs both).
+    workdir_layers: tuple[Layer, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,39 @@ class RunOutcome:
 
 
 @dataclass(frozen=True)
+class RunPlan:
+    """The options, every one checked; nothing exists yet."""
+
+    options: RunOptions
+    folder: CaseFolder
+    mode: RunMode
+    work_base: Path
+    run_id: str
+    out: OutTarget
+
+    @property
+    def top(self) -> Path:
+        return self.work_base / self.run_id
+
+
+def plan_run(options: RunOptions) -> RunPlan:
+    """Checks the case, the mode's settings, --workdir and --out; raises BadInput (exit 2)
+    naming the file, setting or option, before anything is created."""
+    folder = load_case_folder(options.case_dir)
+    mode = mode_from_environment()
+    layers = options.workdir_layers or (options.layer,)
+    base = check_work_base(options.work_base or mode.default_base, work_dir_conflicts(layers))
+    run_id = new_run_id()
+    if options.out_dir is not None:
+        out = check_target(options.out_dir, create_parent=False)
+    else:
+        parent = options.out_parent or mode.default_out_parent
+        check_parent(parent)
+        out = check_target(parent / options.layer.value / run_id, create_parent=True)
+    return RunPlan(options, folder, mode, base, run_id, out)
+
+
+@dataclass(frozen=True)
 class PreparedRun:
     """A run whose services are up and whose run object is built, before its layer exists."""
 
@@ -75,38 +117,55 @@ class PreparedRun:
     client: SupplierClient
     folder: CaseFolder
     mode: RunMode
+    out: OutClaim
 
 
 @contextmanager
-def prepared_run(options: RunOptions, stream: TextIO | None = None) -> Iterator[PreparedRun]:
-    """Validates the case and the mode's settings, creates the run tree, starts the services
-    and builds the run object; on exit stops the services and removes the tree."""
-    folder = load_case_folder(options.case_dir)
-    mode = mode_from_environment()
+def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[PreparedRun]:
+    """Claims --out and a run tree, starts the services and builds the run object; on exit,
+    however the block ends, stops the services and removes the secrets, the unfinished report
+    and (unless kept) the tree. A guardian process does the same if the controller dies."""
+    options, stream = plan.options, stream or sys.stdout
     tool = ToolIdentity.for_this_controller()
+    out = OutClaim(plan.out, plan.run_id)
+    tree_end = plan.top / RUN_LOCK if options.keep_workdir else plan.top
     with ExitStack() as stack:
-        paths = create_run(options.work_base or mode.default_base, tool)
-        if not options.keep_workdir:
-            stack.callback(shutil.rmtree, paths.top, True)
-        services = mode.start(stack, paths, tool, folder.path)
+        # The report folder is claimed first: a folder that cannot be written is bad input,
+        # refused before anything else starts.
+        stack.enter_context(out)
+        # Whatever the controller's own clean-up leaves, however it ends, the guardian takes.
+        secrets = RunPaths(plan.run_id, plan.top).secrets
+        stack.enter_context(Guardian([secrets, out.staging, tree_end]))
+        paths = stack.enter_context(
+            claimed_run(
+                plan.work_base,
+                tool,
+                plan.run_id,
+                keep=options.keep_workdir,
+                note=lambda line: print(f"note: {line}", file=stream, flush=True),
+            )
+        )
+        # Removed however the run ends, even when the tree itself is kept.
+        stack.callback(remove, paths.secrets)
+        services = plan.mode.start(stack, paths, tool, plan.folder)
         client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
         run = Run(
             run_id=paths.run_id,
             layer=options.layer,
-            case=folder.case,
-            case_dir=folder.path,
+            case=plan.folder.case,
+            case_dir=plan.folder.path,
             paths=paths,
             tool=tool,
             supplier=services.supplier,
             supplier_client=client,
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
-            checks=CheckLog(stream=stream or sys.stdout),
+            checks=CheckLog(stream=stream),
             evidence=Evidence(),
             in_cluster=mode.in_cluster,
             rehearsal=mode.rehearsal,
         )
-        yield PreparedRun(run, services, client, folder, mode)
+        yield PreparedRun(run, services, client, plan.folder, plan.mode, out)
 
 
 def run_case(
@@ -117,8 +176,23 @@ def run_case(
 ) -> RunOutcome:
     """Runs one case; raises an AnalystError (CheckFailed for a failed check) and then leaves
     no report behind."""
+    plan = plan_run(options)
     factory = make_layer or shipped_layer(options.layer)
-    with prepared_run(options, stream) as prepared, closing(factory(prepared.run)) as layer:
+    try:
+        return _run(plan, factory, stream)
+    except OSError as error:
+        if error.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        # A copy's error names its source first and the file it could not write second.
+        written = error.filename2 or error.filename or "a file of the run"
+        raise RunStopped(
+            f"{written}: {error.strerror}",
+            "free space on that filesystem; nothing of this run was kept",
+        ) from error
+
+
+def _run(plan: RunPlan, factory: LayerFactory, stream: TextIO | None) -> RunOutcome:
+    with prepared_run(plan, stream) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
         print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
         for notice in prepared.mode.notices():
@@ -137,6 +211,7 @@ def run_case(
         layer_checks.boundary()
         availability = supplier(run, client, stored)
         comparison = business(run, layer, layer_checks, stored, availability)
+        retire_secrets(run, services)
         checked = model_turn(run, services.model, stored, comparison)
         run.evidence.record("model", checked.usage)
         secrets = _secrets(services, layer)
@@ -144,7 +219,7 @@ def run_case(
         run.evidence.record("correlation", correlation(run, client, layer_checks.refuses_upstream))
         finish(run, services, layer.evidence(), secrets)
 
-        copied = _copy_out(run, options, prepared.mode)
+        copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
         return RunOutcome(
             run_id=run.run_id,
             checks_passed=run.checks.passed,
@@ -159,13 +234,3 @@ def _secrets(services: Services, layer: ConfinementLayer) -> dict[str, bytes]:
     """What no file of the run may hold: the real key, and what the layer derived from it."""
     key = services.supplier_key
     return {"the supplier key": key} | layer.secrets_to_scan(key)
-
-
-def _copy_out(run: Run, options: RunOptions, mode: RunMode) -> Path:
-    """Copies the run's report files out, after the last scan; the target must be new."""
-    parent = options.out_parent or mode.default_out_parent
-    target = options.out_dir or parent / run.layer.value / run.run_id
-    target.mkdir(parents=True, exist_ok=False)
-    for name in REPORT_FILES:
-        shutil.copy2(run.paths.run / name, target / name)
-    return target

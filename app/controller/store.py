@@ -52,9 +52,16 @@ class CaseStore:
     def get(self, key: str) -> bytes:
         try:
             reply = self.s3.get_object(Bucket=self.bucket, Key=key)
-            if reply.get("ContentLength", 0) > MAX_OBJECT_BYTES:
-                raise StoreError(f"{self._where(key)} is over {MAX_OBJECT_BYTES} bytes; refused")
-            data: bytes = reply["Body"].read()
+            body = reply["Body"]
+            try:
+                if reply.get("ContentLength", 0) > MAX_OBJECT_BYTES:
+                    raise StoreError(f"{self._where(key)} is over {MAX_OBJECT_BYTES} bytes")
+                # Bounded whatever the length header said, or whether there was one.
+                data: bytes = body.read(MAX_OBJECT_BYTES + 1)
+            finally:
+                body.close()
+            if len(data) > MAX_OBJECT_BYTES:
+                raise StoreError(f"{self._where(key)} is over {MAX_OBJECT_BYTES} bytes")
             return data
         except ClientError as exc:
             raise StoreError(

@@ -71,6 +71,29 @@ def _read_capped(response: http.client.HTTPResponse, limit: int, what: str) -> b
     return body
 
 
+def _exchange(
+    connection: http.client.HTTPSConnection,
+    method: str,
+    path: str,
+    body: bytes | None,
+    headers: dict[str, str],
+) -> http.client.HTTPResponse:
+    """Sends one request and returns its response, even one the server sent early.
+
+    A server may answer a body it will not take (413) and close before the client has sent all
+    of it; the client's write then fails, but the answer is already on its way. It is read
+    rather than reported as no answer. Only when there is none does the send error stand.
+    """
+    try:
+        connection.request(method, path, body=body, headers=headers)
+    except (OSError, http.client.HTTPException) as send_error:
+        try:
+            return connection.getresponse()
+        except (OSError, http.client.HTTPException):
+            raise send_error from None
+    return connection.getresponse()
+
+
 class SupplierClient:
     """The controller's only way to the supplier API."""
 
@@ -128,8 +151,7 @@ class SupplierClient:
                     f"cannot connect to the supplier API at {host}:{port}: {exc}"
                 ) from exc
             try:
-                connection.request(method, path, body=body, headers=headers)
-                response = connection.getresponse()
+                response = _exchange(connection, method, path, body, headers)
             except (OSError, http.client.HTTPException) as exc:
                 if on_sent is not None:
                     on_sent(None)
@@ -231,7 +253,7 @@ class SupplierClient:
             raise SupplierReplyError(f"GET /_log answered {status}, expected 200")
         try:
             entries = json.loads(data)["entries"]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:
             raise SupplierReplyError("GET /_log: the reply has no entries list") from exc
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
             raise SupplierReplyError("GET /_log: entries must be a list of objects")

@@ -69,8 +69,11 @@ class SupplierReply:
     def json(self) -> Any:
         try:
             return json.loads(self.body)
-        except ValueError as exc:
-            raise SupplierReplyError(f"reply to {self.request_id} is not JSON") from exc
+        # A reply nested thousands deep exhausts the parser's recursion: refused the same way.
+        except (ValueError, RecursionError) as exc:
+            raise SupplierReplyError(
+                f"reply to {self.request_id} is not JSON, or nested too deeply to read"
+            ) from exc
 
 
 class SupplierAccess(Protocol):

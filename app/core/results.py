@@ -20,6 +20,11 @@ class ToolRunError(RunStopped):
     """The tool process did not produce a result: start-up failure, timeout or crash."""
 
 
+class ToolKilled(ToolRunError):
+    """A signal from outside ended the tool process (a kill, the OOM killer): the run stops.
+    Not a refusal, and not a missing piece of the machine either, even during preflight."""
+
+
 class Errno(StrEnum):
     """The errno names a probe can report, as the kernel's errno.h spells them."""
 
@@ -110,8 +115,9 @@ class ToolResult:
         """Parses the worker's result line (without its prefix); raises ToolRunError if bad."""
         try:
             document = json.loads(payload)
-        except ValueError as error:
-            raise ToolRunError(f"the tool's result line is not JSON: {error}") from error
+        # A (hostile) tool's line nested thousands deep exhausts the parser's recursion.
+        except (ValueError, RecursionError) as error:
+            raise ToolRunError(f"the tool's result line is not usable JSON: {error}") from error
         if not isinstance(document, dict):
             raise ToolRunError("the tool's result line is not a JSON object")
         fields = dict(document)

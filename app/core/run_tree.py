@@ -136,7 +136,17 @@ def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> Run
 def stage_worker(code_dir: Path) -> Path:
     """Copies the stdlib-only worker where the tool's uid can read it, whatever the checkout."""
     target = code_dir / WORKER_PACKAGE
-    shutil.copytree(WORKER_SOURCE, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    target.mkdir(parents=True)
+    # File by file rather than copytree, which gathers its errors into one without an errno:
+    # a full disk must surface as ENOSPC, naming the file.
+    for source in sorted(WORKER_SOURCE.rglob("*")):
+        relative = source.relative_to(WORKER_SOURCE)
+        if "__pycache__" in relative.parts or source.suffix == ".pyc":
+            continue
+        if source.is_dir():
+            (target / relative).mkdir()
+        else:
+            shutil.copyfile(source, target / relative)
     for path in [code_dir, *code_dir.rglob("*")]:
         mode = 0o755 if path.is_dir() else 0o644
         os.chmod(path, mode)

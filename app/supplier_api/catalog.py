@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from app.core.ids import AVAILABILITY_FILE, ID_PATTERN, is_valid_id
+
+# The controller refuses a case document over 256 KiB; the server's own bound is the same.
+MAX_FILE_BYTES = 256 * 1024
 
 
 class CatalogError(ValueError):
@@ -21,10 +25,19 @@ class SeededCase:
 
 
 def _read_json(path: Path) -> object:
+    hint = "pass a case folder as --case-dir"
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        hint = "pass a case folder as --case-dir"
+        with path.open("rb") as file:
+            # The size is decided before a byte is read: a huge file is refused, not loaded.
+            size = os.fstat(file.fileno()).st_size
+            data = file.read(MAX_FILE_BYTES + 1) if size <= MAX_FILE_BYTES else b""
+    except OSError as exc:
+        raise CatalogError(f"cannot read {path}: {exc}; {hint}") from exc
+    if size > MAX_FILE_BYTES or len(data) > MAX_FILE_BYTES:
+        raise CatalogError(f"{path} is over {MAX_FILE_BYTES} bytes; {hint}")
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
         raise CatalogError(f"cannot read {path}: {exc}; {hint}") from exc
 
 

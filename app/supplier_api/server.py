@@ -208,7 +208,7 @@ class SupplierHandler(BaseHTTPRequestHandler):
         if content_type.startswith("application/json"):
             try:
                 json.loads(body)
-            except ValueError:
+            except (ValueError, RecursionError):  # nested too deep to parse is not valid either
                 return HTTPStatus.BAD_REQUEST, {"error": "the draft is not valid JSON"}
         draft = self.server.drafts.add(case_id, content_type, body)
         return HTTPStatus.CREATED, {"recommendation_id": draft.recommendation_id}

@@ -7,11 +7,12 @@ ToolRunError: it is never read as a refusal.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Final
 
-from app.core.results import ToolResult, ToolRunError
+from app.core.results import ToolKilled, ToolResult, ToolRunError
 from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, ToolIdentity
 from app.tools.worker.protocol import RESULT_PREFIX
 
@@ -25,6 +26,19 @@ def worker_command(action: str, args: Sequence[str]) -> list[str]:
     return [INTERPRETER, "-m", WORKER_PACKAGE, action, *args]
 
 
+def signal_of(returncode: int) -> str | None:
+    """The signal that ended a process, from its exit status: negative when the process started
+    here was killed; 128 + the signal when bwrap reports its sandboxed child killed (the worker
+    itself never exits above 128)."""
+    number = -returncode if returncode < 0 else returncode - 128 if returncode > 128 else 0
+    if not 0 < number < signal.NSIG:
+        return None
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def parse_output(stdout: bytes, stderr: bytes, returncode: int) -> ToolResult:
     """Finds exactly one result line; anything else is a failure to run, not a refusal."""
     lines = [
@@ -34,9 +48,15 @@ def parse_output(stdout: bytes, stderr: bytes, returncode: int) -> ToolResult:
     ]
     if returncode != 0 or len(lines) != 1:
         tail = stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+        said = f": {' | '.join(tail)}" if tail else ""
+        killer = signal_of(returncode)
+        if killer is not None:
+            raise ToolKilled(
+                f"tool process was killed by {killer} before it reported a result{said}",
+                "something outside the run ended it (a kill, the OOM killer); run again",
+            )
         raise ToolRunError(
-            f"tool process exited {returncode} with {len(lines)} result lines"
-            + (f": {' | '.join(tail)}" if tail else "")
+            f"tool process exited {returncode} with {len(lines)} result lines" + said
         )
     return ToolResult.from_line(lines[0])
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from app.core.errors import LayerUnavailable
+from app.core.files import UnsafeFile
 from app.core.results import Errno, ToolResult, ToolRunError
 from app.core.roles import Layer
 from app.core.run import Run
@@ -142,6 +143,16 @@ def test_environment_is_the_explicit_list(layer: BubblewrapLayer) -> None:
         "PYTHONDONTWRITEBYTECODE",
         "PYTHONPATH",
     ]
+
+
+def test_a_writer_draft_over_the_limit_is_never_sent(layer: BubblewrapLayer, run: Run) -> None:
+    """Under bubblewrap the controller sends the writer's draft; one over the supplier's limit
+    is refused before a byte leaves (the run's client here fails the test if it is called)."""
+    draft = run.paths.workspace("writer").output / "oversized-draft.txt"
+    draft.write_bytes(b"d" * (64 * 1024 + 1))
+    with pytest.raises(UnsafeFile, match="not a regular file of at most 65536 bytes"):
+        layer.checks().submit_draft(draft)
+    assert run.supplier_client.calls.records == []
 
 
 def test_a_crash_is_never_read_as_a_refusal(layer: BubblewrapLayer) -> None:

@@ -11,7 +11,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.services.local_aws import LocalAws, LocalAwsSettings
+from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import OK, CaseStore
+from app.core.case import load_case_folder
 from app.core.run_tree import ToolIdentity, create_run
 
 pytestmark = pytest.mark.integration
@@ -23,7 +25,7 @@ CASE_DIR = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
 def aws(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LocalAws, LocalAwsSettings]]:
     tool = ToolIdentity.for_this_controller()
     paths = create_run(tmp_path_factory.mktemp("runs"), tool)
-    local = LocalAws(paths, tool, CASE_DIR)
+    local = LocalAws(paths, tool, run_seed(load_case_folder(CASE_DIR)), control_seed("rfp-001"))
     with local as settings:
         yield local, settings
 

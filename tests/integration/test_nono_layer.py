@@ -132,6 +132,24 @@ def test_the_proxy_refuses_an_unlisted_request_with_403_and_audits_it_as_deny(
     ]
 
 
+def test_a_writer_draft_over_the_limit_is_answered_413_through_its_proxy(
+    bench: Bench, layer: NonoLayer
+) -> None:
+    """The writer's own POST of an oversized draft: the supplier reads and drops it, then
+    answers 413, which reaches the writer through its proxy every time."""
+    draft = bench.run.paths.workspace("writer").output / "oversized-draft.txt"
+    draft.write_bytes(b"d" * (64 * 1024 + 1))
+    os.chmod(draft, 0o644)
+    path = "/cases/rfp-001/recommendations"
+    statuses = [
+        layer.run_tool(
+            "writer", "supplier-request", "POST", path, str(draft), layer.next_request_id("writer")
+        ).data.get("status")
+        for _ in range(20)
+    ]
+    assert statuses == [413] * 20
+
+
 def test_the_role_holds_a_placeholder_not_the_real_key(bench: Bench, layer: NonoLayer) -> None:
     measured = layer.run_tool("reader", "credential-digest").data
     assert measured["present"] is True and measured["non_empty"] is True

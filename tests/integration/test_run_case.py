@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import shutil
@@ -99,7 +100,10 @@ def test_case_id_in_the_store_is_the_users_own(tmp_path: Path, work_base: Path) 
         b'{"availability": {"northstar": "true", "harbor": true, "cedar": true}}',
         b'{"availability": {"northstar": true, "harbor": true}, "note": "ignore the case"}',
         b'{"availability": ' + b"[" * 100 + b"]" * 100 + b"}",
+        # Deeper than the parser's recursion allows, within the 64 KiB reply cap.
+        b'{"availability": ' + b"[" * 30_000 + b"]" * 30_000 + b"}",
     ],
+    ids=["a string for a boolean", "a supplier missing", "nested 100 deep", "nested 30000 deep"],
 )
 def test_hostile_availability_stops_before_any_tool_sees_it(
     hostile: bytes, tmp_path: Path, work_base: Path, monkeypatch: pytest.MonkeyPatch
@@ -158,3 +162,41 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
         "(GateRejected: the answer recommends 'harbor', but the comparison's winner is 'northstar')"
     ]
     assert not (work_base / "out").exists()
+
+
+def _one_supplier_case(folder: Path, case_id: str, supplier_id: str) -> Path:
+    proposal = json.loads((SAMPLE_CASE / "proposals" / "northstar.json").read_text())
+    proposal.update(supplier_id=supplier_id)
+    data = json.dumps(proposal).encode()
+    (folder / "proposals").mkdir(parents=True)
+    (folder / "proposals" / f"{supplier_id}.json").write_bytes(data)
+    case = json.loads((SAMPLE_CASE / "case.json").read_text())
+    entry = {
+        "id": supplier_id,
+        "name": proposal["name"],
+        "proposal": f"proposals/{supplier_id}.json",
+        "sha256": hashlib.sha256(data).hexdigest(),
+    }
+    case.update(case_id=case_id, suppliers=[entry])
+    (folder / "case.json").write_text(json.dumps(case))
+    return folder
+
+
+@pytest.mark.parametrize("layer", list(Layer))
+def test_a_case_named_like_the_control_with_one_supplier_named_like_its_stand_in(
+    layer: Layer, tmp_path: Path, work_base: Path
+) -> None:
+    """Both were valid and both failed: the case id rfp-other was also the AccessDenied
+    control's case, and a sole supplier called not-a-supplier was the choice control's
+    stand-in. Neither is special now: the run completes."""
+    case = _one_supplier_case(tmp_path / "case", "rfp-other", "not-a-supplier")
+    output, outcome = _run(layer, case, work_base)
+    assert not [line for line in output.splitlines() if line.startswith("FAIL ")]
+    assert "PASS IAM returns AccessDenied for reading another case's object" in output
+    assert (
+        "PASS control: the choice gate rejects an answer naming an id that is no supplier of "
+        "the case, not-a-supplier-2 (the answer recommends 'not-a-supplier-2', which is not a "
+        "supplier of this case)" in output
+    )
+    report = (outcome.out_dir / "recommendation.md").read_text()
+    assert "(`not-a-supplier`)" in report

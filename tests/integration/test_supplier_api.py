@@ -100,6 +100,28 @@ def test_refusals(client: SupplierClient, served: tuple[RunPaths, SupplierEndpoi
     assert client.request("POST", "/cases/rfp-001/recommendations", body=big).status == 413
     bad_json = client.request("POST", "/cases/rfp-001/recommendations", body=b"{not json")
     assert bad_json.status == 400
+    # Nested past the parser's recursion: still a 400, not a dropped connection.
+    deep = b"[" * 30_000 + b"]" * 30_000
+    assert client.request("POST", "/cases/rfp-001/recommendations", body=deep).status == 400
+
+
+@pytest.mark.parametrize(
+    "size",
+    [64 * 1024 + 1, 1024 * 1024, 4 * 1024 * 1024],
+    ids=["just over", "read and dropped", "too large to read"],
+)
+def test_a_body_over_the_limit_is_answered_413_every_time(
+    client: SupplierClient, size: int
+) -> None:
+    """The race the suite once lost under load: the server answers 413 and closes while the
+    client is still sending. Up to 1 MiB the server reads the body first; beyond it the client
+    reads the answer that arrived early. Either way: 413, fifty times out of fifty."""
+    body = b"x" * size
+    statuses = [
+        client.request("POST", "/cases/rfp-001/recommendations", body=body).status
+        for _ in range(50)
+    ]
+    assert statuses == [413] * 50
 
 
 def test_untrusted_ca_is_refused(served: tuple[RunPaths, SupplierEndpoint], tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core import case_files
 from app.core.case import CaseError, load_case_folder
 
 SAMPLE = Path(__file__).resolve().parents[2] / "cases" / "rfp-001"
@@ -90,10 +91,34 @@ def test_proposal_with_another_suppliers_id_is_refused(case_copy: Path) -> None:
 
 def test_availability_file_must_cover_exactly_the_suppliers(case_copy: Path) -> None:
     (case_copy / "supplier-availability.json").write_text(json.dumps({"northstar": True}))
-    with pytest.raises(CaseError, match="must map exactly the case's supplier ids"):
+    with pytest.raises(CaseError, match="harbor: missing; every supplier of the case needs one"):
         load_case_folder(case_copy)
     (case_copy / "supplier-availability.json").write_text(
         json.dumps({"northstar": "yes", "harbor": True, "cedar": True})
     )
-    with pytest.raises(CaseError, match="true or false"):
+    with pytest.raises(CaseError, match="northstar: must be true or false"):
         load_case_folder(case_copy)
+
+
+def test_an_oversized_file_is_refused_without_a_byte_read(
+    case_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size comes from the open file's metadata: a 50 GiB proposal costs no read at all."""
+    with (case_copy / "proposals" / "harbor.json").open("wb") as file:
+        file.truncate(50 * 1024**3)
+    reads: list[int] = []
+    real_read = case_files.os.read
+
+    def counted(fd: int, size: int) -> bytes:
+        data = real_read(fd, size)
+        reads.append(len(data))
+        return data
+
+    monkeypatch.setattr(case_files.os, "read", counted)
+    with pytest.raises(CaseError, match=r"harbor\.json: 53687091200 bytes, more than the 262144"):
+        load_case_folder(case_copy)
+    # case.json and northstar.json were read; harbor.json not at all.
+    sizes = [
+        len((case_copy / name).read_bytes()) for name in ("case.json", "proposals/northstar.json")
+    ]
+    assert sum(reads) == sum(sizes)

@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
+from support.faults import processes_of, secret_leftovers, start_controller
 
+from app.controller.signals import STOP_SIGNALS
 from app.core import cluster_env
+from app.core.errors import AnalystError
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
 
 # Every variable cluster mode reads, with a well-formed value.
@@ -45,7 +50,13 @@ def test_help_names_every_subcommand_layer_and_exit_code() -> None:
     done = _controller("--help")
     assert done.returncode == 0
     assert "run" in done.stdout and "demo" in done.stdout
-    for code in ("0 complete", "1 the run stopped", "2 bad input", "3 the layer cannot run"):
+    for code in (
+        "0 complete",
+        "1 the run stopped",
+        "2 bad input",
+        "3 the layer cannot run",
+        "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM",
+    ):
         assert code in " ".join(done.stdout.split())
     run_help = _controller("run", "--help").stdout
     for option in ("--layer", "--case", "--out", "--workdir", "--keep-workdir", "bubblewrap,nono"):
@@ -144,3 +155,71 @@ def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> No
     complete = [line for line in lines if line.startswith("ANALYST_COMPLETE=")]
     assert len(complete) == 1
     assert f"  recommendation: {out / 'recommendation.md'}" in lines
+
+
+@pytest.mark.parametrize(
+    ("signum", "group"),
+    [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, True)],
+    ids=["Ctrl-C", "kill", "hang-up"],
+)
+def test_a_signal_stops_the_run_with_one_line_and_128_plus_its_number(
+    signum: int, group: bool, work_base: Path
+) -> None:
+    """Mid-run, with the secret files on disk: the clean-up runs, then one line, no traceback."""
+    paused_at = r"^PASS control: an unconfined process at the tool's uid \d+ opens the supplier"
+    controller = start_controller(work_base, pause_at=[paused_at])
+    controller.wait_paused()
+    controller.remember_secrets()
+    code = controller.signal_group(signum) if group else controller.kill(signum)
+    assert code == 128 + signum
+    name = signal.Signals(signum).name
+    assert controller.errors() == (
+        f"stopped by {name}: the run was cut short; its services were stopped and its secrets "
+        "and unfinished files removed\n"
+    )
+    assert processes_of(controller.work) == []
+    assert secret_leftovers([work_base], controller.secrets_seen) == []
+    assert list(controller.work.iterdir()) == []
+    assert not (work_base / "out").exists()
+
+
+def _catches(pid: int, signum: int) -> bool:
+    """Whether the process has a handler of its own for ``signum`` (its SigCgt mask)."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    (mask,) = [line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")]
+    return bool(int(mask, 16) & (1 << (signum - 1)))
+
+
+def test_ctrl_c_while_the_program_loads_is_one_line_and_130(work_base: Path) -> None:
+    """Before the run begins, while the heavy imports load: nothing exists, nothing to clean.
+    The entry point's handler is the first thing it installs; SIGTERM, which Python leaves at
+    its default, shows when it is in place."""
+    controller = start_controller(work_base)
+    deadline = time.monotonic() + 60
+    while not _catches(controller.process.pid, signal.SIGTERM):
+        assert time.monotonic() < deadline, controller.errors()
+        time.sleep(0.001)
+    assert controller.signal_group(signal.SIGINT) == 130
+    assert controller.errors() == "stopped by SIGINT before the run began; nothing was created\n"
+    assert controller.output() == ""
+    assert not (work_base / "work").exists() and not (work_base / "out").exists()
+
+
+def _subclasses(cls: type) -> set[type]:
+    found = set(cls.__subclasses__())
+    for sub in list(found):
+        found |= _subclasses(sub)
+    return found
+
+
+def test_the_readme_lists_every_exit_code_and_no_other() -> None:
+    """The table's codes are exactly those the command line can end with: 0, each error
+    class's code, and 128 plus each stop signal."""
+    import app.controller.cli  # noqa: F401  (imports every error class the run can raise)
+
+    readme = (REPO_ROOT / "README.md").read_text()
+    table = readme.split("Exit codes, and what the one line on stderr says:")[1].split("\n\n")[1]
+    listed = {int(row.split("|")[1]) for row in table.splitlines()[2:]}
+    codes = {0} | {cls.exit_code for cls in _subclasses(AnalystError)}
+    codes |= {128 + each for each in STOP_SIGNALS}
+    assert listed == codes

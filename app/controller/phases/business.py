@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from app.controller.comparison import Comparison, compare
 from app.controller.phases.identity import StoredCase
-from app.core.files import json_bytes
+from app.core.case_files import MAX_DOCUMENT_BYTES
+from app.core.files import json_bytes, read_regular
 from app.core.run import Run
 from app.core.run_tree import stage_file
 from app.tools.layer import ConfinementLayer, LayerChecks
@@ -48,9 +49,11 @@ def business(
         layer.role_path("writer", "in", ""),
         layer.role_path("writer", "out", ""),
     )
-    saved = writer.output / "comparison.json"
+    # The writer owns its output directory: what it left there is read as a regular file of
+    # bounded size, never through a link it planted.
+    saved = read_regular(writer.output / "comparison.json", MAX_DOCUMENT_BYTES)
     checks.require(
-        saved.read_bytes() == staged.read_bytes(),
+        saved == staged.read_bytes(),
         "the writer saves the comparison in its own output directory",
         detail="writer/out/comparison.json differs from what was staged",
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from app.controller.environment import Services
 from app.core.case import CaseFolder, Proposal, case_key, parse_case, parse_proposal
-from app.core.ids import OTHER_CASE_ID
+from app.core.ids import other_case_id
 from app.core.run import Run
 from app.core.secret_names import MODEL_KEY_VARIABLES
 
@@ -71,10 +71,12 @@ def identity_and_storage(run: Run, services: Services, folder: CaseFolder) -> St
         detail="the case folder and the store differ",
     )
     proposal_key = case.proposal_key(case.suppliers[0].id)
+    # The control's case is never the run's own, whatever the run's case id is.
+    other_key = case_key(other_case_id(case.case_id))
     for claim, outcome in (
         ("overwriting a source proposal", services.store.try_put(proposal_key, b"{}")),
         ("deleting a source proposal", services.store.try_delete(proposal_key)),
-        ("reading another case's object", services.store.try_get(case_key(OTHER_CASE_ID))),
+        ("reading another case's object", services.store.try_get(other_key)),
     ):
         checks.require(
             outcome == "AccessDenied",

@@ -97,8 +97,14 @@ def _gate_controls(
     losers = [v.id for v in comparison.verdicts if v.id != comparison.winner]
     # Prefer an ineligible supplier; a case where every supplier qualifies offers a loser,
     # and a one-supplier case an id that is not in the case at all.
-    wrong = (ineligible or losers or ["not-a-supplier"])[0]
-    wrong_label = "an ineligible supplier" if ineligible else "a supplier it did not choose"
+    wrong = (ineligible or losers or [absent_id({v.id for v in comparison.verdicts})])[0]
+    wrong_label = (
+        "an ineligible supplier"
+        if ineligible
+        else "a supplier it did not choose"
+        if losers
+        else "an id that is no supplier of the case"
+    )
 
     def choose(candidate: Recommendation) -> object:
         return choice_gate(candidate, comparison)
@@ -136,3 +142,9 @@ def _gate_controls(
             run.checks.require(
                 False, f"control: the {gate} gate rejects {label}", detail="it was accepted"
             )
+
+
+def absent_id(ids: set[str]) -> str:
+    """A valid supplier id that is not in ``ids``, whatever ``ids`` holds."""
+    candidates = ("not-a-supplier", *(f"not-a-supplier-{n}" for n in range(2, len(ids) + 3)))
+    return next(candidate for candidate in candidates if candidate not in ids)

@@ -23,7 +23,6 @@ to 127.0.0.1 and no tool process has a route to it.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import socket
@@ -41,12 +40,12 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.services.processes import stop_process
+from app.controller.services.seeds import SeedCase
+from app.controller.services.tether import tethered
 from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
 from app.core.errors import RunStopped
 from app.core.iam_policy import render_permissions_policy
-from app.core.ids import ID_PATTERN, OTHER_CASE_ID, is_valid_id
-from app.core.repo import CASES_DIR
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 # The services the stand-in is asked for.
@@ -58,7 +57,6 @@ ROLE_NAME = "analyst"
 PROFILE = "analyst"
 ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
-OTHER_CASE_DIR = CASES_DIR / OTHER_CASE_ID
 LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_SECONDS = 30.0
 
@@ -76,12 +74,6 @@ _ALLOW_ALL = {
 
 class LocalAwsError(RunStopped):
     """The local AWS stand-in could not be set up; the message names the fix."""
-
-
-@dataclass(frozen=True)
-class SeedObject:
-    key: str
-    data: bytes
 
 
 @dataclass(frozen=True)
@@ -120,32 +112,6 @@ class LocalAwsSettings:
         return CaseStore.from_session(self.session(), self.bucket, endpoint_url=self.endpoint_url)
 
 
-def _read_case_objects(case_dir: Path, *, with_proposals: bool) -> tuple[str, list[SeedObject]]:
-    """The store objects of one case folder, ids and digests checked before any key is made."""
-    case_file = case_dir / "case.json"
-    try:
-        raw = case_file.read_bytes()
-        doc = json.loads(raw)
-    except (OSError, ValueError) as exc:
-        raise LocalAwsError(f"cannot read {case_file}: {exc}; pass a case folder") from exc
-    case_id = doc.get("case_id") if isinstance(doc, dict) else None
-    if not isinstance(case_id, str) or not is_valid_id(case_id):
-        raise LocalAwsError(f"{case_file}: case_id must match {ID_PATTERN.pattern}")
-    objects = [SeedObject(f"cases/{case_id}/case.json", raw)]
-    if not with_proposals:
-        return case_id, objects
-    for supplier in doc.get("suppliers") or []:
-        supplier_id = supplier.get("id") if isinstance(supplier, dict) else None
-        if not isinstance(supplier_id, str) or not is_valid_id(supplier_id):
-            raise LocalAwsError(f"{case_file}: supplier id {supplier_id!r} is not a valid id")
-        proposal = case_dir / "proposals" / f"{supplier_id}.json"
-        data = proposal.read_bytes()
-        if hashlib.sha256(data).hexdigest() != supplier.get("sha256"):
-            raise LocalAwsError(f"{proposal} does not match its sha256 in {case_file}")
-        objects.append(SeedObject(f"proposals/{case_id}/{supplier_id}.json", data))
-    return case_id, objects
-
-
 def _free_port() -> int:
     # moto_server cannot report a port it chose itself, so one is picked here; the window
     # between close and moto's bind is the only race, and start-up fails loudly if it is lost.
@@ -177,12 +143,17 @@ def start_moto_server(
     }
     log_path = state_dir / "moto.log"
     with log_path.open("wb") as log:
+        # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
+        # controller's to handle), and working in its own state directory, which names the run
+        # it belongs to.
         process = subprocess.Popen(
-            [str(_moto_server()), "-H", LOOPBACK, "-p", str(port)],
+            tethered([str(_moto_server()), "-H", LOOPBACK, "-p", str(port)]),
             env=env,
+            cwd=state_dir,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
     while time.monotonic() < deadline:
@@ -210,16 +181,16 @@ class LocalAws:
         self,
         paths: RunPaths,
         tool: ToolIdentity,
-        case_dir: Path,
+        case: SeedCase,
+        other: SeedCase,
         *,
-        other_case_dir: Path = OTHER_CASE_DIR,
         bucket: str = LOCAL_BUCKET,
         region: str = LOCAL_REGION,
     ) -> None:
         self.paths = paths
         self.tool = tool
-        self.case_dir = case_dir
-        self.other_case_dir = other_case_dir
+        self.case = case
+        self.other = other
         self.bucket = bucket
         self.region = region
         self.state_dir = paths.top / "aws"
@@ -282,18 +253,16 @@ class LocalAws:
         )
 
     def _seed(self, admin: tuple[str, str]) -> str:
-        case_id, objects = _read_case_objects(self.case_dir, with_proposals=True)
-        other_id, other = _read_case_objects(self.other_case_dir, with_proposals=False)
-        if other_id == case_id:
+        if self.other.case_id == self.case.case_id:
             raise LocalAwsError(
-                f"the other case {self.other_case_dir} is the run's own case {case_id}; "
+                f"the control's case is the run's own case {self.case.case_id}; "
                 "the AccessDenied control needs a different case"
             )
         s3 = self._client("s3", admin)
         s3.create_bucket(Bucket=self.bucket)  # us-east-1 takes no LocationConstraint
-        for item in objects + other:
+        for item in self.case.store_objects() + self.other.store_objects():
             s3.put_object(Bucket=self.bucket, Key=item.key, Body=item.data)
-        return case_id
+        return self.case.case_id
 
     def _analyst_role(self, admin: tuple[str, str], admin_arn: str, case_id: str) -> str:
         trust = {

@@ -16,6 +16,7 @@ from types import TracebackType
 
 from app.controller.services.pki import generate_run_pki
 from app.controller.services.processes import stop_process
+from app.controller.services.tether import tethered
 from app.core.endpoints import SupplierEndpoint
 from app.core.errors import RunStopped
 from app.core.repo import REPO_ROOT
@@ -122,15 +123,20 @@ class LocalSupplierService:
         # A clean environment: the server needs no AWS variable and no proxy setting.
         env = {"PATH": os.defpath, "PYTHONPATH": str(REPO_ROOT), "LC_ALL": "C.UTF-8"}
         with self._stderr_file.open("wb") as stderr:
+            # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is
+            # the controller's to handle).
             self._process = subprocess.Popen(
-                self._command(cert, server_key, key_file, ready),
+                tethered(self._command(cert, server_key, key_file, ready)),
                 cwd=REPO_ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=stderr,
+                start_new_session=True,
             )
         port = self._wait_ready(ready)
+        # The server loaded its TLS key before it said it was ready; nothing reads the file again.
+        server_key.unlink()
         return SupplierEndpoint(
             url=f"https://{LOCAL_HOST}:{port}",
             alias_url=f"https://{ALIAS_HOST}:{port}",

@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-from app.core.results import Errno, ToolResult, ToolRunError
+from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.tools.bubblewrap.checks import BubblewrapChecks
@@ -93,6 +93,10 @@ class BubblewrapLayer(ConfinementLayer):
         self._readings = self.prerequisites().require()
         try:
             self.run_tool("reader", "proc-status")
+        except ToolKilled:
+            # Killed from outside: the run stops (exit 1); bwrap did start, nothing is missing.
+            self._readings = None
+            raise
         except ToolRunError as error:
             self._readings = None
             raise start_failure(error) from error

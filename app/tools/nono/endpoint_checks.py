@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.core.calls import CallRecord
-from app.core.ids import OTHER_CASE_ID
+from app.core.ids import other_case_id
 from app.core.results import ToolResult
 from app.core.roles import Role
 from app.core.run import Run
@@ -162,7 +162,7 @@ class EndpointChecks:
         supplier_id = run.case.suppliers[0].id
         self._denied_but_accepted_upstream("PATCH", f"/suppliers/{supplier_id}", 200)
         self._denied_but_accepted_upstream("POST", "/purchase-orders", 201)
-        other = OTHER_CASE_ID
+        other = other_case_id(self.case_id)
         self._denied_but_accepted_upstream("GET", f"/cases/{other}/suppliers", 200)
 
     def _placeholder_is_per_role(self, read: str) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 import nono_py
 
 from app.core.errors import LayerUnavailable
-from app.core.results import Errno, ToolResult, ToolRunError
+from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import INTERPRETER
@@ -205,6 +205,8 @@ class NonoLayer(ConfinementLayer):
         self.prerequisites().require()
         try:
             outcome = self.run_tool("evaluator", "env-names")
+        except ToolKilled:
+            raise  # killed from outside: the run stops (exit 1); nono did start it
         except ToolRunError as error:
             raise LayerUnavailable(f"nono could not start a tool process here: {error}") from error
         if not outcome.ok:

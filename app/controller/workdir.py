@@ -1,0 +1,154 @@
+"""The work directory (``--workdir``): checked before anything starts, and each run's claim on its
+own tree in it.
+
+A run holds an exclusive lock on ``<tree>/run.lock`` for its whole life; the kernel drops the lock
+however the process ends. So a later run can tell the tree of a run whose controller died (the
+lock file is there, the lock is free) and removes it, saying so. A tree kept on purpose
+(``--keep-workdir``) loses its lock file when its run ends, and is left alone, as is anything
+else in the directory. Creating a tree and sweeping both hold a lock on the directory itself, so
+a sweep never sees a tree half made.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path, PurePosixPath
+from typing import Final
+
+from app.core.errors import BadInput
+from app.core.run_tree import RunPaths, ToolIdentity, create_run
+
+RUN_LOCK: Final = "run.lock"
+OPTION: Final = "--workdir"
+_RUN_ID: Final = re.compile(r"^[0-9a-f]{32}$")
+
+
+class WorkdirUnusable(BadInput):
+    """The work directory cannot hold a run; the message names it and the fix."""
+
+
+def _refuse(path: Path, problem: str, remedy: str) -> WorkdirUnusable:
+    return WorkdirUnusable(f"{OPTION} {path}: {problem}", remedy)
+
+
+def check_work_base(base: Path, conflicts: Mapping[PurePosixPath, str]) -> Path:
+    """Refuses a work directory that is relative, a file, has no parent, or lies where a tool
+    process sees something else than the controller (``conflicts``: such a place, and a clause
+    saying what). Creates nothing."""
+    if not base.is_absolute():
+        raise _refuse(base, "must be an absolute path", "for example /var/tmp/analyst")
+    try:
+        st: os.stat_result | None = os.stat(base)
+    except FileNotFoundError:
+        st = None
+    except OSError as error:
+        problem = f"cannot be examined ({error.strerror})"
+        raise _refuse(base, problem, "pass another folder") from None
+    if st is not None and not stat.S_ISDIR(st.st_mode):
+        raise _refuse(base, "is a file, not a folder", "pass a folder, or a new path")
+    if st is None and not base.parent.is_dir():
+        raise _refuse(
+            base, f"its parent {base.parent} is not an existing folder", "create it first"
+        )
+    real = PurePosixPath(os.path.realpath(base))
+    for place, why in sorted(conflicts.items()):
+        if real == place or place in real.parents:
+            raise _refuse(
+                base,
+                f"{real} lies in {place}, {why}",
+                f"pass a folder outside {', '.join(sorted(map(str, conflicts)))}, such as the "
+                "default /var/tmp/analyst",
+            )
+    return base
+
+
+def _remove_tree(path: Path) -> None:
+    """Removes a tree whose parts may already be going (the guardian removes the same paths)."""
+
+    def tolerate_gone(
+        function: object, name: str, info: tuple[type[BaseException], BaseException, object]
+    ) -> None:
+        if not isinstance(info[1], FileNotFoundError):
+            raise info[1]
+
+    shutil.rmtree(path, onerror=tolerate_gone)
+
+
+def sweep_dead_runs(base: Path, note: Callable[[str], None]) -> None:
+    """Removes each run tree under ``base`` whose lock file is there and whose lock is free."""
+    with os.scandir(base) as entries:
+        trees = [Path(e.path) for e in entries if _RUN_ID.fullmatch(e.name) and e.is_dir()]
+    for tree in trees:
+        try:
+            fd = os.open(tree / RUN_LOCK, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except FileNotFoundError:
+            continue  # kept on purpose, or not a tree of this program's
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its run is alive
+            owner = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
+            try:
+                _remove_tree(tree)
+            except OSError as error:
+                note(f"could not remove {tree}, left by a dead run: {error.strerror}")
+                continue
+            note(
+                f"removed {tree}: the work tree of a run whose controller (pid {owner}) ended "
+                "without cleaning up"
+            )
+        finally:
+            os.close(fd)
+
+
+@contextmanager
+def claimed_run(
+    base: Path,
+    tool: ToolIdentity,
+    run_id: str,
+    *,
+    keep: bool,
+    note: Callable[[str], None],
+) -> Iterator[RunPaths]:
+    """Sweeps the dead runs' trees, creates this run's tree and holds its lock until the block
+    ends; then removes the tree, or with ``keep`` only its lock file."""
+    if not base.exists():
+        # A base someone else made (the pod's volume) keeps its modes; one made here must be
+        # traversable by the tool's uid whatever the umask.
+        base.mkdir()
+        os.chmod(base, 0o755)
+    base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(base_fd, fcntl.LOCK_EX)
+        sweep_dead_runs(base, note)
+        try:
+            paths = create_run(base, tool, run_id)
+            lock = os.open(
+                paths.top / RUN_LOCK, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600
+            )
+        except BaseException:
+            # A tree half made (a full disk) goes at once; it never had a lock to be swept by.
+            if (base / run_id).exists():
+                _remove_tree(base / run_id)
+            raise
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.write(lock, f"{os.getpid()}\n".encode("ascii"))
+    finally:
+        os.close(base_fd)  # closing drops the directory's lock
+    try:
+        yield paths
+    finally:
+        try:
+            if keep:
+                (paths.top / RUN_LOCK).unlink(missing_ok=True)
+            else:
+                _remove_tree(paths.top)
+        finally:
+            os.close(lock)

@@ -1,0 +1,57 @@
+"""How a tool process's end is read: a result, a failure to run, or a kill from outside."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+from app.core.errors import LayerUnavailable, RunStopped
+from app.core.results import ToolKilled, ToolRunError
+from app.tools.bubblewrap.preflight import start_failure
+from app.tools.execution import parse_output, signal_of
+from app.tools.worker.protocol import RESULT_PREFIX
+
+RESULT = f'{RESULT_PREFIX}{{"action": "env-names", "ok": true, "errno": null}}\n'.encode()
+
+
+@pytest.mark.parametrize(
+    ("returncode", "name"),
+    [
+        (-signal.SIGKILL, "SIGKILL"),  # the process started here was killed
+        (128 + signal.SIGKILL, "SIGKILL"),  # bwrap reporting its sandboxed child killed
+        (128 + signal.SIGSYS, "SIGSYS"),
+        (-signal.SIGTERM, "SIGTERM"),
+        (0, None),
+        (1, None),
+        (2, None),
+        (128, None),
+        (128 + 99, None),
+    ],
+)
+def test_the_signal_is_read_from_the_exit_status(returncode: int, name: str | None) -> None:
+    assert signal_of(returncode) == name
+
+
+def test_a_killed_tool_is_a_stopped_run_not_a_missing_layer() -> None:
+    with pytest.raises(ToolKilled, match="killed by SIGKILL before it reported a result") as e:
+        parse_output(b"", b"", 128 + signal.SIGKILL)
+    assert isinstance(e.value, RunStopped) and e.value.exit_code == 1
+
+
+def test_a_tool_that_fails_on_its_own_is_still_a_failure_to_run() -> None:
+    with pytest.raises(ToolRunError) as e:
+        parse_output(b"", b"bwrap: Creating new namespace failed", 1)
+    assert not isinstance(e.value, ToolKilled)
+    assert isinstance(start_failure(e.value), LayerUnavailable)
+
+
+def test_a_result_line_is_a_result() -> None:
+    assert parse_output(RESULT, b"", 0).ok
+
+
+def test_a_result_line_nested_past_the_parsers_reach_is_a_failure_to_run() -> None:
+    """A hostile tool prints a line nested 100000 deep: the run stops cleanly (RunStopped)."""
+    line = f"{RESULT_PREFIX}{'[' * 100_000}{']' * 100_000}\n".encode()
+    with pytest.raises(ToolRunError, match="not usable JSON"):
+        parse_output(line, b"", 0)
