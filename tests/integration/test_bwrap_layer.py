@@ -22,7 +22,7 @@ from app.core.run_tree import create_run
 from app.tools.bubblewrap import preflight
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import BubblewrapPolicy
-from app.tools.bubblewrap.seccomp import resolve_syscall, single_syscall_filter
+from app.tools.seccomp import resolve_syscall, single_syscall_filter
 
 pytestmark = pytest.mark.integration
 

@@ -25,9 +25,9 @@ from app.tools.bubblewrap.preflight import (
     read_bwrap,
     start_failure,
 )
-from app.tools.bubblewrap.seccomp import SeccompFilter, baseline_filter, program_fd
 from app.tools.execution import exec_as_tool
 from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.seccomp import SeccompFilter, baseline_filter, program_fd
 
 REFUSALS = Refusals(
     hidden_file=Errno.ENOENT,
@@ -171,8 +171,7 @@ class BubblewrapLayer(ConfinementLayer):
                 {"role": c.role, "purpose": c.purpose, "argv": c.argv} for c in self._controls
             ],
             "seccomp_baseline": {
-                "syscalls": list(baseline.syscalls),
-                "errno": baseline.errno_name,
+                "rules": [rule.as_json() for rule in baseline.rules],
                 "bpf_bytes": len(baseline.program),
             },
         }

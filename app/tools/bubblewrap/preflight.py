@@ -18,8 +18,8 @@ from typing import Final
 from app.core.errors import LayerUnavailable
 from app.core.results import ToolRunError
 from app.core.run_tree import INTERPRETER, RunPaths, ToolIdentity, blocking_directory
-from app.tools.bubblewrap.seccomp import LibseccompError, check_available
 from app.tools.execution import SYSTEM_PATH
+from app.tools.seccomp import LibseccompError, check_available
 
 # --disable-userns and --assert-userns-disabled first appear in 0.8.0.
 MIN_BWRAP_VERSION: Final = (0, 8, 0)

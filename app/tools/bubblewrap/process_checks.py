@@ -23,8 +23,8 @@ from app.tools.bubblewrap.policy import (
     mount_destinations,
 )
 from app.tools.bubblewrap.runner import BwrapRunner
-from app.tools.bubblewrap.seccomp import resolve_syscall, single_syscall_filter
 from app.tools.common_checks import CommonChecks
+from app.tools.seccomp import resolve_syscall, single_syscall_filter
 from app.tools.worker.system import read_namespaces, read_status
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")

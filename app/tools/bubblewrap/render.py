@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import sys
 from pathlib import Path, PurePosixPath
@@ -12,8 +11,8 @@ from typing import Any
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
 from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv, per_call_args
-from app.tools.bubblewrap.seccomp import BASELINE_ERRNO, BASELINE_SYSCALLS
 from app.tools.committed import drifted_files, render_main, write_files
+from app.tools.seccomp import BASELINE, render_groups
 
 COMMITTED_DIR = POLICIES_DIR / "bubblewrap"
 # The run-specific parts of a vector; everything else is the same in every run.
@@ -51,14 +50,7 @@ def rendered() -> dict[str, str]:
                 "per_call": per_call_args(["<BASELINE_FD>"], "<ACTION>", []),
             }
         )
-    files["seccomp-baseline.json"] = _to_json(
-        {
-            "default": "allow",
-            "refused_with": errno.errorcode[BASELINE_ERRNO],
-            "architecture": "native; numbers resolved by libseccomp when the filter is compiled",
-            "syscalls": list(BASELINE_SYSCALLS),
-        }
-    )
+    files["seccomp-baseline.json"] = _to_json(render_groups(BASELINE))
     return files
 
 

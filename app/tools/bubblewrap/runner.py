@@ -9,8 +9,8 @@ from app.core.results import ToolResult
 from app.core.roles import Role
 from app.tools.bubblewrap.policy import BubblewrapPolicy
 from app.tools.bubblewrap.preflight import BwrapReadings
-from app.tools.bubblewrap.seccomp import SeccompFilter
 from app.tools.layer import ToolRunner
+from app.tools.seccomp import SeccompFilter
 
 
 class BwrapRunner(ToolRunner, Protocol):
