@@ -156,7 +156,7 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     suite.process()
     suite.boundary()
     draft = layer.role_path("writer", "out", "draft.txt")
-    layer.run_tool("writer", "create-file", draft, "Draft recommendation: award to northstar.\n")
+    layer.run_tool("writer", "write-file", draft, "Draft recommendation: award to northstar.\n")
     suite.submit_draft(Path(draft))
 
     lines = bench.stream.getvalue().splitlines()

@@ -10,7 +10,15 @@ from typing import Any
 
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
-from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv, per_call_args
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
+from app.tools.bubblewrap.accounting import ACCOUNT, DEPENDENTS
+from app.tools.bubblewrap.policy import (
+    BubblewrapPolicy,
+    bwrap_argv,
+    elements,
+    per_call_args,
+    per_call_elements,
+)
 from app.tools.committed import drifted_files, render_main, write_files
 from app.tools.seccomp import BASELINE, render_groups
 
@@ -51,7 +59,42 @@ def rendered() -> dict[str, str]:
             }
         )
     files["seccomp-baseline.json"] = _to_json(render_groups(BASELINE))
+    files["elements.json"] = _to_json(accounted_elements())
     return files
+
+
+def accounted_elements() -> dict[str, Any]:
+    """Each role's elements in order, each with its tokens and how it is accounted for."""
+    roles = {}
+    for role in ROLES:
+        workspace = RUN_PLACEHOLDER / role
+        vector = elements(
+            BubblewrapPolicy(),
+            role=role,
+            input_dir=workspace / "in",
+            output_dir=workspace / "out",
+            code_dir=CODE_PLACEHOLDER,
+        )
+        fds, prologue = per_call_elements(["<BASELINE_FD>"], MAX_OUTPUT_FILE_BYTES)
+        roles[role] = [
+            {
+                "element": element.key,
+                "argv": " ".join(element.argv),
+                **ACCOUNT[element.key].as_json(),
+                **(
+                    {"leaving_it_out_also_removes": list(DEPENDENTS[element.key])}
+                    if element.key in DEPENDENTS
+                    else {}
+                ),
+            }
+            for element in (*vector, *fds, *prologue)
+        ]
+    return {
+        "about": "every element of each role's vector: the check that fails without it, or "
+        "why it is redundant (app/tools/bubblewrap/accounting.py)",
+        "placeholders": PLACEHOLDERS,
+        "roles": roles,
+    }
 
 
 def write(directory: Path) -> list[Path]:

@@ -46,6 +46,8 @@ REFUSALS = Refusals(
     hidden_file_reason="no Landlock rule of its profile grants it",
     input_write=Errno.EACCES,
     input_write_reason="its profile grants its input for reading only",
+    output_create=Errno.EACCES,
+    output_create_reason="its profile grants each of its output files, not the directory",
 )
 
 

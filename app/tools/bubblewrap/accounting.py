@@ -1,0 +1,133 @@
+"""Every element of the bwrap vectors, accounted for (see app/tools/accounting.py).
+
+Keys are the element names policy.py gives (the option and, where it has one, the sandbox
+path or variable it acts on), the same for every role and run. Committed, with each role's
+elements in order, as policies/bubblewrap/elements.json.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.core.roles import ROLES
+from app.core.run_tree import OUTPUT_FILES
+from app.tools.accounting import Proof, Redundant, Watched
+
+START: Final = "the reader starts under its argument vector"
+ENVIRONMENT: Final = "the reader's whole environment is"
+MOUNTS: Final = "the reader's whole mount list is"
+NO_PYTHON: Final = "no /usr/bin/python3 can run"
+# Each output file, with the first role (in the order the directory checks go) that writes it.
+_FIRST_WRITER: Final = {
+    name: next(role for role in ROLES if name in OUTPUT_FILES[role])
+    for name in sorted({n for names in OUTPUT_FILES.values() for n in names})
+}
+
+ACCOUNT: Final[dict[str, Proof]] = {
+    "--unshare-user": Watched(START, "bwrap refuses --disable-userns without it"),
+    "--unshare-pid": Watched(
+        "the reader has its own pid namespace", "it would share the controller's"
+    ),
+    "--unshare-net": Watched(
+        "the reader has its own net namespace", "it would share the controller's"
+    ),
+    "--unshare-ipc": Watched(
+        "the reader has its own ipc namespace", "it would share the controller's"
+    ),
+    "--unshare-uts": Watched(
+        "the reader has its own uts namespace", "it would share the controller's"
+    ),
+    "--disable-userns": Watched(
+        "so what refuses the reader a further user namespace is --disable-userns",
+        "unshare(CLONE_NEWUSER) succeeds",
+    ),
+    "--assert-userns-disabled": Redundant(
+        "bwrap 0.8.0 makes the same test for --disable-userns itself: it tries "
+        "unshare(CLONE_NEWUSER) before it drops its privileges and refuses to start if that "
+        "succeeds (bubblewrap.c: `if (opt_disable_userns || opt_assert_userns_disabled)`); "
+        "kept so the vector states the requirement in bwrap's own words"
+    ),
+    "--uid": Redundant(
+        "bwrap's sandbox uid defaults to the caller's, and the launcher always starts bwrap "
+        "as uid 1000 (dropped from root here, the Job's own uid in the cluster); kept so the "
+        "sandbox uid is the policy's, whoever starts bwrap"
+    ),
+    "--gid": Redundant(
+        "bwrap's sandbox gid defaults to the caller's, and the launcher always starts bwrap "
+        "as gid 1000; kept so the sandbox gid is the policy's, whoever starts bwrap"
+    ),
+    "--cap-drop": Redundant(
+        "for a sandbox uid other than 0, bwrap leaves the child no capability in any of the "
+        "five sets, bounding set included; kept so that holds even if the sandbox uid were 0"
+    ),
+    "--new-session": Watched(
+        "the reader is in a session of its own", "it shares the controller's session"
+    ),
+    "--die-with-parent": Watched(
+        "the reader is killed when its parent dies", "PR_GET_PDEATHSIG is 0"
+    ),
+    "--hostname": Watched(
+        "the reader has a hostname of its own", "it keeps a copy of the controller's"
+    ),
+    "--clearenv": Watched(ENVIRONMENT, "bwrap's own environment reaches the reader"),
+    "--setenv PATH": Watched(ENVIRONMENT, "PATH is missing from it"),
+    "--setenv HOME": Watched(ENVIRONMENT, "HOME is missing from it"),
+    "--setenv LANG": Watched(ENVIRONMENT, "Python coerces the C locale and adds LC_CTYPE"),
+    "--setenv PYTHONPATH": Watched(
+        ENVIRONMENT, "PYTHONPATH is missing (the worker is still found in the working directory)"
+    ),
+    "--setenv PYTHONDONTWRITEBYTECODE": Watched(
+        ENVIRONMENT, "PYTHONDONTWRITEBYTECODE is missing from it"
+    ),
+    "--ro-bind /usr": Watched(START, NO_PYTHON),
+    "--symlink /lib": Watched(START, "the dynamic loader's path resolves through /lib"),
+    "--symlink /lib64": Watched(START, "the interpreter names its loader as /lib64/…"),
+    "--ro-bind /opt/analyst": Watched(START, "the worker's code is not there"),
+    "--proc /proc": Watched(START, "the reader cannot read its own /proc"),
+    "--perms": Watched("the reader's /tmp is its own", "/tmp has mode 0755"),
+    "--size": Watched(
+        "the reader's /tmp is a tmpfs of 16 MiB", "/tmp may take half the machine's memory"
+    ),
+    "--tmpfs /tmp": Watched(MOUNTS, "/tmp is missing from it"),
+    "--ro-bind /input": Watched(MOUNTS, "/input is missing from it"),
+    "--ro-bind /output": Watched(MOUNTS, "/output is missing from it"),
+    "--remount-ro /": Watched(
+        "so the reader cannot create /probe.txt on its root",
+        "the root is a writable tmpfs with no size limit",
+    ),
+    "--chdir": Watched(
+        "the reader's working directory is /opt/analyst",
+        "it works in /, not in the code directory",
+    ),
+    "--add-seccomp-fd": Watched(
+        "the reader runs under exactly one seccomp filter", "it runs under none"
+    ),
+    "--max-file-bytes": Watched(
+        "no role can fill the disk through its output", "a file grows past 1 MiB"
+    ),
+    # The reader's one output file is also where it shows its host identity; the others are
+    # first written by the directory checks.
+    "--bind /output/check.txt": Watched(
+        "and on the host that id is the unprivileged uid/gid", "the reader cannot write it"
+    ),
+    **{
+        f"--bind /output/{name}": Watched(
+            f"the {role} reads its own input", f"the {role} cannot write it"
+        )
+        for name, role in _FIRST_WRITER.items()
+        if name != "check.txt"
+    },
+}
+
+# Elements that modify or require another: leaving that one out leaves them out too (bwrap
+# refuses --hostname without --unshare-uts, and --perms and --size apply to the next mount).
+DEPENDENTS: Final[dict[str, tuple[str, ...]]] = {
+    "--unshare-uts": ("--hostname",),
+    "--disable-userns": ("--assert-userns-disabled",),
+    "--tmpfs /tmp": ("--perms", "--size"),
+}
+
+
+def removal(element: str) -> frozenset[str]:
+    """What leaving ``element`` out removes from the vector."""
+    return frozenset({element, *DEPENDENTS.get(element, ())})
