@@ -106,6 +106,29 @@ def _remove_tree(directory: Path) -> None:
     directory.rmdir()
 
 
+def attack_parameters(run: Run, aim: Targets, out_dir: str, who: str) -> str:
+    """The worker's ``attack-surface`` argument for one process: ``out_dir`` is its output
+    directory as it names it, ``who`` a name for the files it may leave in /dev/shm."""
+    return json.dumps(
+        {
+            "syscalls": {name: resolve_syscall(name) for name in SYSCALL_PROBES},
+            "host_file": HOST_FILE,
+            "tcp4_port": aim.tcp4_port,
+            "tcp6_port": aim.tcp6_port,
+            "udp4": UDP4_TARGET,
+            "udp6": UDP6_TARGET,
+            "unix_path": aim.unix_path,
+            "unix_abstract": aim.unix_abstract,
+            "victim_pid": aim.victim_pid,
+            "shm_file": f"/dev/shm/analyst-{run.run_id}-{who}",
+            "output_new": f"{out_dir}/{NEW_OUTPUT}",
+            "output_file": f"{out_dir}/{CHECK_FILE}",
+            "file_limit": MAX_OUTPUT_FILE_BYTES,
+        },
+        sort_keys=True,
+    )
+
+
 class AttackChecks:
     """Tries every attack as each role and as the control; one line each per attack."""
 
@@ -116,40 +139,20 @@ class AttackChecks:
         self.checks = run.checks
         self.readings: dict[str, Any] = {}
 
-    def _parameters(self, aim: Targets, out_dir: str, who: str) -> str:
-        return json.dumps(
-            {
-                "syscalls": {name: resolve_syscall(name) for name in SYSCALL_PROBES},
-                "host_file": HOST_FILE,
-                "tcp4_port": aim.tcp4_port,
-                "tcp6_port": aim.tcp6_port,
-                "udp4": UDP4_TARGET,
-                "udp6": UDP6_TARGET,
-                "unix_path": aim.unix_path,
-                "unix_abstract": aim.unix_abstract,
-                "victim_pid": aim.victim_pid,
-                "shm_file": f"/dev/shm/analyst-{self.run.run_id}-{who}",
-                "output_new": f"{out_dir}/{NEW_OUTPUT}",
-                "output_file": f"{out_dir}/{CHECK_FILE}",
-                "file_limit": MAX_OUTPUT_FILE_BYTES,
-            },
-            sort_keys=True,
-        )
-
     def check(self) -> None:
         self.checks.begin("attacks")
         with targets(self.run) as aim:
             control_dir = str(self.run.paths.workspace("reader").output)
             control = as_mapping(
                 self.layer.run_unconfined(
-                    "attack-surface", self._parameters(aim, control_dir, "control")
+                    "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
                 ).data["answers"]
             )
             seen: dict[Role, dict[str, str]] = {}
             for role in ROLES:
                 out_dir = self.layer.role_path(role, "out", "")
                 result = self.layer.run_tool(
-                    role, "attack-surface", self._parameters(aim, out_dir, role)
+                    role, "attack-surface", attack_parameters(self.run, aim, out_dir, role)
                 )
                 seen[role] = dict(as_mapping(result.data["answers"]))
         self.readings = {"control": dict(control), "roles": seen}

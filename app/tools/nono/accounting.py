@@ -25,6 +25,9 @@ ROUTE_PARTS: Final = (
     "endpoint_policy.default.decision",
 )
 SUPPLIERS: Final = "GET /cases/<CASE>/suppliers"
+# The first check that runs the reader beyond its start: it waits there on a FIFO in its
+# input after writing its pid to its check.txt.
+HELD: Final = "the controller looks at the reader from the host's /proc"
 RECOMMENDATIONS: Final = "POST /cases/<CASE>/recommendations"
 
 
@@ -51,15 +54,16 @@ def _files(role: Role) -> dict[str, Proof]:
     account: dict[str, Proof] = {
         "filesystem.read[/usr]": _starts(role, "no /usr/bin/python3 can run"),
         "filesystem.read[<CODE>]": _starts(role, "its worker and baseline filter are unreadable"),
-        f"filesystem.read[<RUN>/{role}/in]": Watched(
-            "the reader reads its assigned case" if role == "reader" else own,
-            "its own input answers EACCES",
+        f"filesystem.read[<RUN>/{role}/in]": (
+            Watched(HELD, "the FIFO it waits on, in its input, answers EACCES")
+            if role == "reader"
+            else Watched(own, "its own input answers EACCES")
         ),
     }
     for name in OUTPUT_FILES[role]:
         watcher = own
         if name == CHECK_FILE and role == "reader":
-            watcher = "the controller looks at the reader from the host's /proc"
+            watcher = HELD
         elif name == CHECK_FILE and role == "writer":
             watcher = "the writer writes"
         account[f"filesystem.allow[<RUN>/{role}/out/{name}]"] = Watched(

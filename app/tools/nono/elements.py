@@ -26,7 +26,8 @@ def _walk(node: Any, path: str) -> Iterator[tuple[str, Any, Any]]:
     if isinstance(node, dict):
         for key, value in node.items():
             at = f"{path}.{key}" if path else key
-            if isinstance(value, (dict, list)) and value:
+            if isinstance(value, (dict, list)):
+                # An empty section grants and sets nothing: it is no element.
                 yield from _walk(value, at)
             else:
                 yield at, node, key
