@@ -12,6 +12,7 @@ from app.core.results import Errno, ToolResult, ToolRunError, as_mapping
 from app.core.run import Run
 from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
+from app.tools.controls import host_control
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
 from app.tools.worker.prologue import FILTER_OPTION
@@ -102,12 +103,13 @@ class NonoProcessChecks:
         control = self.layer.run_confined(
             "reader", "unshare-user", [], baseline=False, purpose="nested userns control"
         )
-        self.checks.require(
-            control.ok,
+        host_control(
+            self.checks,
             "control: without the baseline, a nono tool process may create a user namespace "
             "of its own (and in it, new namespaces with every capability): unshare"
             "(CLONE_NEWUSER) succeeds",
-            detail=f"the unshare {control.observed}",
+            control.observed,
+            "succeeded",
         )
         refused = self.layer.run_tool("reader", "unshare-user")
         self.checks.require(
@@ -127,12 +129,13 @@ class NonoProcessChecks:
         )
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
-        checks.expect_equal(
-            nono_alone,
-            expected,
+        host_control(
+            checks,
             "control: under nono's rules alone (no baseline), the reader's ptrace, bpf and "
             "keyctl reach the kernel, which answers ESRCH, EINVAL, EOPNOTSUPP; nono's own "
             f"seccomp mode refuses io_uring_setup: {_listing(expected)}",
+            nono_alone,
+            expected,
         )
         # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that
         # mode for the reader; the offline evaluator's blocked network it can.
@@ -146,11 +149,12 @@ class NonoProcessChecks:
                 purpose="io_uring control under Landlock alone",
             )
         )
-        checks.expect_equal(
-            landlock_alone,
-            {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
+        host_control(
+            checks,
             "control: under Landlock alone (enforcement mode landlock, no baseline), the "
             f"evaluator's io_uring_setup reaches the kernel: {FILTER_SAMPLES['io_uring_setup']}",
+            landlock_alone,
+            {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
         )
         baseline_alone = _answers(
             layer.run_confined(
