@@ -43,7 +43,7 @@ START_CLAIM: Final = (
 
 
 class ProcessChecks:
-    """The "layer" and "process" sections of a bubblewrap run."""
+    """The "layer" section of a bubblewrap run."""
 
     def __init__(self, run: Run, layer: BwrapRunner) -> None:
         self.run = run

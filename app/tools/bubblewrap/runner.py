@@ -20,9 +20,6 @@ class BwrapRunner(ToolRunner, Protocol):
     @property
     def readings(self) -> BwrapReadings: ...
 
-    @property
-    def policy(self) -> BubblewrapPolicy: ...
-
     def role_argv(self, role: Role, policy: BubblewrapPolicy | None = None) -> list[str]: ...
 
     def run_confined(

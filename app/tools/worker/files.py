@@ -37,20 +37,6 @@ def open_write(args: list[str]) -> Result:
     return ok(path=path)
 
 
-def create_file(args: list[str]) -> Result:
-    """Creates a new file with the given text; reports the errno of the create."""
-    path, text = args
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-    except OSError as error:
-        return refused(error, path=path)
-    try:
-        os.write(fd, text.encode("utf-8"))
-    finally:
-        os.close(fd)
-    return ok(path=path, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
-
-
 def write_file(args: list[str]) -> Result:
     """Replaces the content of an existing file (a role's outputs exist before it starts);
     reports the errno of the open, or the digest written and the owner the process sees."""
@@ -101,7 +87,6 @@ def access(args: list[str]) -> Result:
 ACTIONS = {
     "open-read": open_read,
     "open-write": open_write,
-    "create-file": create_file,
     "write-file": write_file,
     "access": access,
 }
