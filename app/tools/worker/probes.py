@@ -18,7 +18,7 @@ import socket
 from collections.abc import Callable
 from typing import Any
 
-from .protocol import Result, errno_name, ok
+from .protocol import Result, errno_name, ok, refused
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
@@ -206,4 +206,24 @@ def kernel_calls(args: list[str]) -> Result:
     return ok(answers={name: _raw(name) for name, _, _ in pairs})
 
 
-ACTIONS = {"attack-surface": attack_surface, "kernel-calls": kernel_calls}
+def push_terminal_input(args: list[str]) -> Result:
+    """TIOCSTI of one character into standard input, when that is a terminal: the attack
+    itself. A nono role inherits the controller's standard input, which is the operator's
+    terminal, in the operator's session, when the demo is run by hand; a test starts the
+    layer in a terminal of its own to try it."""
+    if args:
+        raise ValueError("push-terminal-input takes no arguments")
+    if not os.isatty(0):
+        raise RuntimeError("standard input is not a terminal: nothing to try")
+    try:
+        fcntl.ioctl(0, TIOCSTI, b"Z")
+    except OSError as error:
+        return refused(error)
+    return ok()
+
+
+ACTIONS = {
+    "attack-surface": attack_surface,
+    "kernel-calls": kernel_calls,
+    "push-terminal-input": push_terminal_input,
+}
