@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from support.elements import Shared, failing_line, shared_services
 
-from app.core.roles import Layer, Role
+from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.tools.accounting import Watched
 from app.tools.bubblewrap import accounting as bwrap_accounting
@@ -27,7 +27,10 @@ from app.tools.nono.launcher import NonoLayer
 pytestmark = pytest.mark.integration
 
 BWRAP_WATCHED = {
-    key: proof for key, proof in bwrap_accounting.ACCOUNT.items() if isinstance(proof, Watched)
+    (role, key): proof
+    for role in ROLES
+    for key in bwrap_accounting.keys_of(role)
+    if isinstance(proof := bwrap_accounting.proof_for(role, key), Watched)
 }
 NONO_WATCHED = {
     (role, element): proof
@@ -43,15 +46,21 @@ def shared() -> Iterator[Shared]:
         yield services
 
 
-@pytest.mark.parametrize("element", sorted(BWRAP_WATCHED))
-def test_leaving_a_bwrap_element_out_fails_its_check(element: str, shared: Shared) -> None:
-    policy = BubblewrapPolicy(omit=bwrap_accounting.removal(element))
+@pytest.mark.parametrize(
+    ("role", "element"), sorted(BWRAP_WATCHED), ids=[f"{r}:{e}" for r, e in sorted(BWRAP_WATCHED)]
+)
+def test_leaving_a_bwrap_element_out_fails_its_check(
+    role: Role, element: str, shared: Shared
+) -> None:
+    # Out of this one role's vector: each role is checked, not only the reader.
+    left_out = frozenset((role, key) for key in bwrap_accounting.removal(element))
+    policy = BubblewrapPolicy(omit_for=left_out)
 
     def make_layer(run: Run) -> BubblewrapLayer:
         return BubblewrapLayer(run, policy=policy)
 
     line = failing_line(shared, Layer.BUBBLEWRAP, make_layer)
-    assert line.startswith(f"FAIL {BWRAP_WATCHED[element].check}"), line
+    assert line.startswith(f"FAIL {BWRAP_WATCHED[(role, element)].check}"), line
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ RUN = PurePosixPath("/var/tmp/analyst/run-id/run")
 
 
 def bwrap_keys(role: Role) -> list[str]:
+    """The element names of the role's vector as the launcher builds it for a real run."""
     vector = elements(
         BubblewrapPolicy(),
         role=role,
@@ -40,8 +41,14 @@ def bwrap_keys(role: Role) -> list[str]:
 def test_every_bwrap_element_of_each_role_is_accounted_for(role: Role) -> None:
     keys = bwrap_keys(role)
     assert len(keys) == len(set(keys)), "two elements share a name"
+    assert keys == bwrap_accounting.keys_of(role), "the committed form names other elements"
     missing = [key for key in keys if key not in bwrap_accounting.ACCOUNT]
     assert not missing, f"unaccounted elements of the {role}'s vector: {missing}"
+    for key in keys:
+        proof = bwrap_accounting.proof_for(role, key)
+        if isinstance(proof, Watched) and role != "reader":
+            # The reader's checks watch its elements one by one; the others', as a whole.
+            assert proof.check.startswith((f"the {role} ", "no role can ")), proof
 
 
 def test_the_bwrap_accounting_names_no_element_that_is_not_there() -> None:

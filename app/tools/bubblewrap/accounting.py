@@ -1,27 +1,43 @@
 """Every element of the bwrap vectors, accounted for (see app/tools/accounting.py).
 
 Keys are the element names policy.py gives (the option and, where it has one, the sandbox
-path or variable it acts on), the same for every role and run. Committed, with each role's
-elements in order, as policies/bubblewrap/elements.json.
+path or variable it acts on), the same for every role and run. ACCOUNT says which check fails
+when an element is left out of the reader's vector; proof_for, of any role's. Committed, with
+each role's elements in order, as policies/bubblewrap/elements.json.
 """
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Final
 
-from app.core.roles import ROLES
-from app.core.run_tree import OUTPUT_FILES
+from app.core.roles import Role
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
 from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.bubblewrap.policy import (
+    BubblewrapPolicy,
+    Element,
+    elements,
+    per_call_elements,
+)
+
+# How the committed policy writes the run's paths and the filter's fd.
+RUN_PLACEHOLDER: Final = PurePosixPath("<RUN>")
+CODE_PLACEHOLDER: Final = PurePosixPath("<CODE>")
+FD_PLACEHOLDER: Final = "<BASELINE_FD>"
 
 START: Final = "the reader starts under its argument vector"
 ENVIRONMENT: Final = "the reader's whole environment is"
 MOUNTS: Final = "the reader's whole mount list is"
 NO_PYTHON: Final = "no /usr/bin/python3 can run"
-# Each output file, with the first role (in the order the directory checks go) that writes it.
-_FIRST_WRITER: Final = {
-    name: next(role for role in ROLES if name in OUTPUT_FILES[role])
-    for name in sorted({n for names in OUTPUT_FILES.values() for n in names})
-}
+
+
+def _same_as_reader(role: Role) -> str:
+    return f"the {role} starts under its argument vector and got what the reader got"
+
+
+# What the evaluator's and the writer's own readings cannot show, and where it shows instead.
+_SEEN_BY_ATTACKS: Final = {"--disable-userns": "no role can make or join a namespace"}
 
 ACCOUNT: Final[dict[str, Proof]] = {
     "--unshare-user": Watched(START, "bwrap refuses --disable-userns without it"),
@@ -105,18 +121,15 @@ ACCOUNT: Final[dict[str, Proof]] = {
     "--max-file-bytes": Watched(
         "no role can fill the disk through its output", "a file grows past 1 MiB"
     ),
-    # The reader's one output file is also where it shows its host identity; the others are
-    # first written by the directory checks.
+    # The reader's one output file is also where it shows its host identity; the evaluator's
+    # and the writer's other files show in their mount lists (see proof_for).
     "--bind /output/check.txt": Watched(
         "and on the host that id is the unprivileged uid/gid", "the reader cannot write it"
     ),
-    **{
-        f"--bind /output/{name}": Watched(
-            f"the {role} reads its own input", f"the {role} cannot write it"
-        )
-        for name, role in _FIRST_WRITER.items()
-        if name != "check.txt"
-    },
+    "--bind /output/comparison.json": Watched(
+        _same_as_reader("evaluator"), "it is not in its mount list"
+    ),
+    "--bind /output/draft.txt": Watched(_same_as_reader("writer"), "it is not in its mount list"),
 }
 
 # Elements that modify or require another: leaving that one out leaves them out too (bwrap
@@ -131,3 +144,35 @@ DEPENDENTS: Final[dict[str, tuple[str, ...]]] = {
 def removal(element: str) -> frozenset[str]:
     """What leaving ``element`` out removes from the vector."""
     return frozenset({element, *DEPENDENTS.get(element, ())})
+
+
+def proof_for(role: Role, element: str) -> Proof:
+    """How ``element`` of ``role``'s vector is accounted for, left out of that vector alone.
+
+    The reader's checks watch each element one by one (ACCOUNT); the evaluator's and the
+    writer's whole readings are compared with the reader's, and the attacks are tried by all.
+    """
+    proof = ACCOUNT[element]
+    if role == "reader" or isinstance(proof, Redundant):
+        return proof
+    return Watched(_SEEN_BY_ATTACKS.get(element, _same_as_reader(role)), proof.because)
+
+
+def committed_elements(role: Role) -> list[Element]:
+    """The role's shipped vector and per-call part as elements, with the committed policy's
+    placeholders for the run's paths and the filter's fd."""
+    workspace = RUN_PLACEHOLDER / role
+    vector = elements(
+        BubblewrapPolicy(),
+        role=role,
+        input_dir=workspace / "in",
+        output_dir=workspace / "out",
+        code_dir=CODE_PLACEHOLDER,
+    )
+    fds, prologue = per_call_elements([FD_PLACEHOLDER], MAX_OUTPUT_FILE_BYTES)
+    return [*vector, *fds, *prologue]
+
+
+def keys_of(role: Role) -> list[str]:
+    """The element names of the role's shipped vector and its per-call part, in order."""
+    return [element.key for element in committed_elements(role)]

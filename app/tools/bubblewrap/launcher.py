@@ -124,11 +124,11 @@ class BubblewrapLayer(ConfinementLayer):
         """The whole command line of one call and the filter fds it passes; the fds are closed
         when the call is done with them."""
         base = self.role_argv(role, policy)
-        filters = [baseline_filter()] if policy.passes_seccomp else []
+        filters = [baseline_filter()] if policy.passes_seccomp(role) else []
         filters += extra_filters
         fds = [program_fd(f) for f in filters]
         try:
-            argv = base + per_call_args(fds, action, args, policy.file_limit)
+            argv = base + per_call_args(fds, action, args, policy.file_limit(role))
             if policy == self.policy and not extra_filters:
                 self._argument_lists.setdefault(role, base)
             else:
@@ -215,6 +215,7 @@ class BubblewrapLayer(ConfinementLayer):
                 "extra_env_names": [name for name, _ in self.policy.extra_env],
                 "seccomp": self.policy.seccomp,
                 "omit": sorted(self.policy.omit),
+                "omit_for": sorted(f"{role}: {key}" for role, key in self.policy.omit_for),
             },
             "bwrap_argument_lists": self.argument_lists(),
             "largest_tool_peak_kib": self.tool_peak_kib,

@@ -92,7 +92,7 @@ class BubblewrapPolicy:
     """The knobs of the argument vector; every default is the secure value.
 
     Tests turn one knob at a time to prove that the check watching it fails, and leave out
-    one element at a time (``omit``, by key) to prove the same of every element.
+    one element at a time (``omit``, ``omit_for``, by key) to prove the same of every element.
     """
 
     unshare_net: bool = True
@@ -104,15 +104,18 @@ class BubblewrapPolicy:
     extra_env: tuple[tuple[str, str], ...] = ()
     # Whether the baseline seccomp filter is passed; the launcher appends its fd per call.
     seccomp: bool = True
+    # Elements left out of every role's vector, by key, and of one role's alone.
     omit: frozenset[str] = frozenset()
+    omit_for: frozenset[tuple[Role, str]] = frozenset()
 
-    @property
-    def passes_seccomp(self) -> bool:
-        return self.seccomp and SECCOMP_ELEMENT not in self.omit
+    def omits(self, role: Role, key: str) -> bool:
+        return key in self.omit or (role, key) in self.omit_for
 
-    @property
-    def file_limit(self) -> int | None:
-        return None if FILE_LIMIT_OPTION in self.omit else MAX_OUTPUT_FILE_BYTES
+    def passes_seccomp(self, role: Role) -> bool:
+        return self.seccomp and not self.omits(role, SECCOMP_ELEMENT)
+
+    def file_limit(self, role: Role) -> int | None:
+        return None if self.omits(role, FILE_LIMIT_OPTION) else MAX_OUTPUT_FILE_BYTES
 
 
 def hostname_for(role: Role) -> str:
@@ -135,7 +138,7 @@ def elements(
     output_dir: PurePosixPath,
     code_dir: PurePosixPath,
 ) -> Iterator[Element]:
-    """The role's vector as named elements, in order, before ``policy.omit`` is applied."""
+    """The role's vector as named elements, in order, before any is left out."""
     # --- namespaces -------------------------------------------------------------------------
     for ns in NAMESPACES:
         if ns != "net" or policy.unshare_net:
@@ -212,7 +215,7 @@ def bwrap_argv(
     for element in elements(
         policy, role=role, input_dir=input_dir, output_dir=output_dir, code_dir=code_dir
     ):
-        if element.key not in policy.omit:
+        if not policy.omits(role, element.key):
             argv += element.argv
     return argv
 

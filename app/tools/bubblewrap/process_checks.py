@@ -72,6 +72,44 @@ class ProcessChecks:
         environment: list[str] = list(tool.data["environment"])
         self._check_environment(environment)
         SandboxChecks(self.run, self.layer).check(tool)
+        # Each check above watches one part of the reader's vector; the others' vectors are
+        # held to the same, reading for reading.
+        for role in ROLES[1:]:
+            self._same_as_the_reader(role, tool)
+
+    def _state(self, role: Role, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A proc-status reading with what must differ between roles put as what must hold:
+        namespaces not the controller's, the role's own hostname, its own mount list."""
+        own = read_namespaces()
+        named = {"/", *mount_destinations(self.layer.role_argv(role, BubblewrapPolicy()))}
+        state = dict(data)
+        state["namespaces"] = {
+            ns: value != own[ns] for ns, value in as_mapping(data["namespaces"]).items()
+        }
+        state["hostname"] = data["hostname"] == hostname_for(role)
+        state["mounts"] = set(data["mounts"]) == named
+        return state
+
+    def _same_as_the_reader(self, role: Role, reader: ToolResult) -> None:
+        claim = (
+            f"the {role} starts under its argument vector and got what the reader got, read "
+            "the same way: the same ids and id maps, capabilities, no_new_privs, seccomp filter "
+            f"and file size limit, namespaces of its own, its own hostname ({hostname_for(role)}) "
+            "and mount list, the same environment, working directory, session, parent-death "
+            "signal, /tmp and read-only root"
+        )
+        try:
+            theirs = self.layer.run_confined(
+                role, "proc-status", [], bwrap_env={**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
+            )
+        except ToolRunError as error:
+            self.checks.require(False, claim, detail=f"ToolRunError: {error}")
+            return
+        expected = self._state("reader", reader.data)
+        state = self._state(role, theirs.data)
+        differs = sorted(key for key in expected if state.get(key) != expected[key])
+        self.readings[f"{role}_proc_status"] = dict(theirs.data)
+        self.checks.require(not differs, claim, detail=f"differs in {differs}")
 
     def _check_bwrap(self) -> None:
         readings = self.layer.readings

@@ -5,31 +5,33 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
-from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
-from app.tools.bubblewrap.accounting import ACCOUNT, DEPENDENTS
+from app.tools.bubblewrap.accounting import (
+    CODE_PLACEHOLDER,
+    DEPENDENTS,
+    FD_PLACEHOLDER,
+    RUN_PLACEHOLDER,
+    committed_elements,
+    proof_for,
+)
 from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
     bwrap_argv,
-    elements,
     per_call_args,
-    per_call_elements,
 )
 from app.tools.committed import drifted_files, render_main, write_files
 from app.tools.seccomp import BASELINE, render_groups
 
 COMMITTED_DIR = POLICIES_DIR / "bubblewrap"
 # The run-specific parts of a vector; everything else is the same in every run.
-RUN_PLACEHOLDER = PurePosixPath("<RUN>")
-CODE_PLACEHOLDER = PurePosixPath("<CODE>")
 PLACEHOLDERS = {
     str(RUN_PLACEHOLDER): "the run directory, <base>/<run id>/run",
     str(CODE_PLACEHOLDER): "the staged worker code, <base>/<run id>/code",
-    "<BASELINE_FD>": "a sealed memfd holding the compiled baseline filter",
+    FD_PLACEHOLDER: "a sealed memfd holding the compiled baseline filter",
     "<ACTION>": "one worker action, then its arguments",
 }
 
@@ -55,7 +57,7 @@ def rendered() -> dict[str, str]:
                     output_dir=workspace / "out",
                     code_dir=CODE_PLACEHOLDER,
                 ),
-                "per_call": per_call_args(["<BASELINE_FD>"], "<ACTION>", []),
+                "per_call": per_call_args([FD_PLACEHOLDER], "<ACTION>", []),
             }
         )
     files["seccomp-baseline.json"] = _to_json(render_groups(BASELINE))
@@ -65,33 +67,25 @@ def rendered() -> dict[str, str]:
 
 def accounted_elements() -> dict[str, Any]:
     """Each role's elements in order, each with its tokens and how it is accounted for."""
-    roles = {}
-    for role in ROLES:
-        workspace = RUN_PLACEHOLDER / role
-        vector = elements(
-            BubblewrapPolicy(),
-            role=role,
-            input_dir=workspace / "in",
-            output_dir=workspace / "out",
-            code_dir=CODE_PLACEHOLDER,
-        )
-        fds, prologue = per_call_elements(["<BASELINE_FD>"], MAX_OUTPUT_FILE_BYTES)
-        roles[role] = [
+    roles = {
+        role: [
             {
                 "element": element.key,
                 "argv": " ".join(element.argv),
-                **ACCOUNT[element.key].as_json(),
+                **proof_for(role, element.key).as_json(),
                 **(
                     {"leaving_it_out_also_removes": list(DEPENDENTS[element.key])}
                     if element.key in DEPENDENTS
                     else {}
                 ),
             }
-            for element in (*vector, *fds, *prologue)
+            for element in committed_elements(role)
         ]
+        for role in ROLES
+    }
     return {
-        "about": "every element of each role's vector: the check that fails without it, or "
-        "why it is redundant (app/tools/bubblewrap/accounting.py)",
+        "about": "every element of each role's vector: the check that fails when it is left "
+        "out of that role's vector, or why it is redundant (app/tools/bubblewrap/accounting.py)",
         "placeholders": PLACEHOLDERS,
         "roles": roles,
     }

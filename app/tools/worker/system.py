@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from .protocol import Action, Result, ok, refused
+from .protocol import Action, Result, errno_name, ok, refused
 
 STATUS_FIELDS = (
     "Uid",
@@ -79,7 +79,8 @@ def _hostname() -> str:
 
 def proc_status(args: list[str]) -> Result:
     """Reports this process's ids, id maps, capability sets, seccomp state, namespaces,
-    hostname, mount points and environment variable names (never values)."""
+    hostname, mount points and environment variable names (never values), its working
+    directory, session, scratch space, parent-death signal, and whether its root is writable."""
     if args:
         raise ValueError("proc-status takes no arguments")
     return ok(
@@ -97,7 +98,21 @@ def proc_status(args: list[str]) -> Result:
         sid=os.getsid(0),
         scratch=_scratch(os.environ.get("HOME", "")),
         pdeathsig=_parent_death_signal(),
+        root_create=_root_create(),
     )
+
+
+def _root_create() -> str:
+    """Whether a file can be created at the root of this process's filesystem: "ok" (it is
+    removed again at once) or the errno's name."""
+    path = "/.analyst-root-probe"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        return errno_name(error.errno or 0)
+    os.close(fd)
+    os.unlink(path)
+    return "ok"
 
 
 def _parent_death_signal() -> int:
