@@ -61,7 +61,8 @@ ACCOUNT: Final[dict[str, Proof]] = {
         "bwrap 0.8.0 makes the same test for --disable-userns itself: it tries "
         "unshare(CLONE_NEWUSER) before it drops its privileges and refuses to start if that "
         "succeeds (bubblewrap.c: `if (opt_disable_userns || opt_assert_userns_disabled)`); "
-        "kept so the vector states the requirement in bwrap's own words"
+        "kept because the assertion is bwrap's documented way to require that test, should a "
+        "release stop making it for --disable-userns alone"
     ),
     "--uid": Redundant(
         "bwrap's sandbox uid defaults to the caller's, and the launcher always starts bwrap "
