@@ -162,8 +162,8 @@ def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[Prepar
             aws_endpoint=services.aws_endpoint,
             checks=CheckLog(stream=stream),
             evidence=Evidence(),
-            in_cluster=mode.in_cluster,
-            rehearsal=mode.rehearsal,
+            in_cluster=plan.mode.in_cluster,
+            rehearsal=plan.mode.rehearsal,
         )
         yield PreparedRun(run, services, client, plan.folder, plan.mode, out)
 

@@ -12,7 +12,8 @@ never hides the worker code or a role's files from the tool's uid):
         run/                      the run directory proper: every file here is scanned for the
                                   supplier key after the last write
             <role>/in             the controller's, read-only for the role
-            <role>/out            the role's, owned by the tool uid
+            <role>/out            the role's, owned by the tool uid, holding the role's
+                                  OUTPUT_FILES (the only files it may write)
 """
 
 from __future__ import annotations
@@ -37,6 +38,17 @@ WORKER_PACKAGE = "analyst_worker"
 # The system interpreter: the worker is stdlib-only, so a tool process needs /usr and nothing
 # from a home directory (a non-root uid cannot read an interpreter under root's home).
 INTERPRETER = "/usr/bin/python3"
+
+# The files each role may write. The controller creates them, empty, before any tool starts;
+# a role can create nothing else, so all it can put on disk is these files, each held to
+# MAX_OUTPUT_FILE_BYTES by the kernel (RLIMIT_FSIZE).
+CHECK_FILE = "check.txt"
+OUTPUT_FILES: dict[Role, tuple[str, ...]] = {
+    "reader": (CHECK_FILE,),
+    "evaluator": ("comparison.json", CHECK_FILE),
+    "writer": ("comparison.json", "draft.txt", CHECK_FILE),
+}
+MAX_OUTPUT_FILE_BYTES = 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -129,8 +141,19 @@ def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> Run
         _mkdir(ws.root, 0o755)
         _mkdir(ws.input, 0o755)
         _mkdir(ws.output, 0o700, owner=tool)
+        for name in OUTPUT_FILES[role]:
+            _create_output(ws.output / name, tool)
     stage_worker(paths.code)
     return paths
+
+
+def _create_output(path: Path, tool: ToolIdentity) -> None:
+    """An empty output file, the tool's own (mode 0600), for the role to fill."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)
+    if os.geteuid() == 0:
+        os.chown(path, tool.uid, tool.gid)
 
 
 def stage_worker(code_dir: Path) -> Path:

@@ -13,11 +13,15 @@ from pathlib import Path
 from app.core.files import read_regular
 from app.core.roles import ROLES, Role
 from app.core.run import Run
+from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import MODEL_KEY_VARIABLES, credential_variables
 from app.tools.layer import ToolRunner
 
-BOUNDARY_FILE = "boundary-check.txt"
 MAX_BOUNDARY_FILE_BYTES = 4096
+# Staged in each role's input by the directory checks, for the role to read.
+MARKER_FILE = "marker.txt"
+# What each role tries to create in its output directory (and the control does create).
+NEW_FILE = "new.txt"
 
 
 class CommonChecks:
@@ -121,20 +125,97 @@ class CommonChecks:
     # --- what the writer may do -----------------------------------------------------------
 
     def writer_file_read_back(self) -> None:
-        """The writer creates a file in its own output; the controller reads the same bytes."""
+        """The writer writes one of its own output files; the controller reads the same bytes."""
         text = f"written by the writer in run {self.run.run_id}\n"
-        inside = self.layer.role_path("writer", "out", BOUNDARY_FILE)
-        created = self.layer.run_tool("writer", "create-file", inside, text)
-        host = self.run.paths.workspace("writer").output / BOUNDARY_FILE
-        back = read_regular(host, MAX_BOUNDARY_FILE_BYTES) if created.ok else b""
+        inside = self.layer.role_path("writer", "out", CHECK_FILE)
+        written = self.layer.run_tool("writer", "write-file", inside, text)
+        host = self.run.paths.workspace("writer").output / CHECK_FILE
+        back = read_regular(host, MAX_BOUNDARY_FILE_BYTES) if written.ok else b""
         self.checks.require(
-            created.ok
+            written.ok
             and back == text.encode("utf-8")
-            and created.data["sha256"] == hashlib.sha256(back).hexdigest(),
-            f"the writer creates {inside}, and the controller reads the same {len(back)} bytes "
+            and written.data["sha256"] == hashlib.sha256(back).hexdigest(),
+            f"the writer writes {inside}, and the controller reads the same {len(back)} bytes "
             + ("back" if inside == str(host) else f"back from {host}"),
-            detail=f"the create {created.observed}, read back {len(back)} bytes",
+            detail=f"the write {written.observed}, read back {len(back)} bytes",
         )
+
+    # --- every role in its own directories ------------------------------------------------
+
+    def roles_keep_to_their_directories(self) -> None:
+        """Each role reads its own input and writes its own outputs, creates no file, and
+        reaches no other role's directories; an unconfined process at the tool's uid does all."""
+        run, refusals = self.run, self.layer.refusals
+        for role in ROLES:
+            stage_file(
+                self._marker(role), f"input of the {role}\n".encode(), run.tool, tool_owned=False
+            )
+        everything = [
+            op
+            for role in ROLES
+            for op in (
+                f"read:{self._marker(role)}",
+                *(f"write:{path}" for path in self._outputs(role)),
+                f"create:{run.paths.workspace(role).output / NEW_FILE}",
+            )
+        ]
+        control = self.layer.run_unconfined("access", *everything).data.get("answers")
+        self.checks.require(
+            control == ["ok"] * len(everything),
+            f"control: an unconfined process at the tool's uid {run.tool.uid} reads every "
+            "role's input, opens every role's output files for writing and creates a file in "
+            "every role's output directory",
+            detail=f"answers {control}",
+        )
+        for role in ROLES:
+            own = self.layer.role_path(role, "in", MARKER_FILE)
+            names = OUTPUT_FILES[role]
+            ops = [
+                f"read:{own}",
+                *(f"write:{self.layer.role_path(role, 'out', name)}" for name in names),
+                f"create:{self.layer.role_path(role, 'out', NEW_FILE)}",
+            ]
+            others = [other for other in ROLES if other != role]
+            foreign = [
+                op
+                for other in others
+                for op in (
+                    f"read:{self._marker(other)}",
+                    *(f"write:{path}" for path in self._outputs(other)),
+                )
+            ]
+            answers = self.layer.run_tool(role, "access", *ops, *foreign).data["answers"]
+            mine, created, theirs = (
+                answers[: len(names) + 1],
+                answers[len(names) + 1],
+                answers[len(names) + 2 :],
+            )
+            theirs_named = " or the ".join(f"{other}'s" for other in others)
+            self.checks.require(
+                mine == ["ok"] * (len(names) + 1),
+                f"the {role} reads its own input ({own}) and opens each of its output files "
+                f"({', '.join(names)}) for writing",
+                detail=f"answers {mine}",
+            )
+            self.checks.expect_equal(
+                created,
+                refusals.output_create.value,
+                f"the {role} cannot create a file of its own in its output directory: "
+                f"{refusals.output_create_reason}: {refusals.output_create}",
+            )
+            self.checks.require(
+                theirs == [refusals.hidden_file.value] * len(foreign),
+                f"the {role} cannot read the {theirs_named} input, nor open their output files: "
+                f"{refusals.hidden_file}",
+                detail=f"answers {theirs}",
+            )
+
+    def _marker(self, role: Role) -> Path:
+        return self.run.paths.workspace(role).input / MARKER_FILE
+
+    def _outputs(self, role: Role) -> list[Path]:
+        output = self.run.paths.workspace(role).output
+        return [output / name for name in OUTPUT_FILES[role]]
 
     # --- the environment ------------------------------------------------------------------
 

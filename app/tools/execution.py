@@ -7,9 +7,13 @@ ToolRunError: it is never read as a refusal.
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Final
 
 from app.core.results import ToolKilled, ToolResult, ToolRunError
@@ -94,3 +98,68 @@ def exec_as_tool(
     except OSError as error:
         raise ToolRunError(f"tool process could not start: {error}") from error
     return parse_output(completed.stdout, completed.stderr, completed.returncode)
+
+
+def spawn_as_tool(
+    argv: Sequence[str],
+    *,
+    tool: ToolIdentity,
+    env: Mapping[str, str],
+    pass_fds: Sequence[int] = (),
+    executable: str | None = None,
+) -> subprocess.Popen[bytes]:
+    """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open."""
+    try:
+        return subprocess.Popen(
+            list(argv),
+            executable=executable,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=tuple(pass_fds),
+            env=dict(env),
+            cwd="/",
+            **tool.process_identity(),
+        )
+    except OSError as error:
+        raise ToolRunError(f"tool process could not start: {error}") from error
+
+
+def make_release_fifo(directory: Path, name: str) -> Path:
+    """A FIFO in a role's input directory, which a held tool reads until it is released."""
+    path = directory / name
+    os.mkfifo(path, 0o644)
+    os.chmod(path, 0o644)  # mkfifo's mode is filtered by the umask
+    return path
+
+
+def open_when_held(fifo: Path, finished: Callable[[], bool]) -> int:
+    """Waits until a tool holds ``fifo`` open for reading; returns the controller's write end.
+
+    Opening the writing end without blocking fails with ENXIO until a reader is there. The
+    wait ends early, with ToolRunError, if the tool finished without ever holding it.
+    """
+    deadline = time.monotonic() + TOOL_TIMEOUT_SECONDS
+    while True:
+        try:
+            return os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+        if finished():
+            raise ToolRunError(f"the tool process ended before it held {fifo.name}")
+        if time.monotonic() > deadline:
+            raise ToolRunError(f"the tool process did not hold {fifo.name} within the timeout")
+        time.sleep(0.01)
+
+
+def has_reader(fifo: Path) -> bool:
+    """Whether some process (the held tool) still has ``fifo`` open for reading."""
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        if error.errno == errno.ENXIO:
+            return False
+        raise
+    os.close(fd)
+    return True

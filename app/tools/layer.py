@@ -37,6 +37,9 @@ class Refusals:
     # A write to the role's own input, a file its uid could otherwise write.
     input_write: Errno
     input_write_reason: str
+    # A new file in the role's own output directory, which its uid owns.
+    output_create: Errno
+    output_create_reason: str
 
 
 class ToolRunner(Protocol):

@@ -29,8 +29,8 @@ from app.tools.bubblewrap.container_seccomp import (
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import per_call_args
 from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
-from app.tools.bubblewrap.seccomp import baseline_filter, program_fd
 from app.tools.execution import parse_output
+from app.tools.seccomp import baseline_filter, program_fd
 from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration

@@ -22,19 +22,19 @@ from typing import Any
 
 import nono_py
 import pytest
-from support.faults import (
-    Controller,
-    processes_of,
-    secret_leftovers,
-    settle,
-    start_controller,
-)
 
 from app.controller.run import RunOptions, run_case
 from app.core.repo import SAMPLE_CASE
 from app.core.results import ToolKilled
 from app.core.roles import Layer
 from app.tools.bubblewrap import launcher as bubblewrap_launcher
+from tests.support.faults import (
+    Controller,
+    processes_of,
+    secret_leftovers,
+    settle,
+    start_controller,
+)
 
 pytestmark = pytest.mark.integration
 

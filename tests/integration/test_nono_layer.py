@@ -137,9 +137,9 @@ def test_a_writer_draft_over_the_limit_is_answered_413_through_its_proxy(
 ) -> None:
     """The writer's own POST of an oversized draft: the supplier reads and drops it, then
     answers 413, which reaches the writer through its proxy every time."""
-    draft = bench.run.paths.workspace("writer").output / "oversized-draft.txt"
+    # The writer's own draft file (its profile grants it no other), over the supplier's limit.
+    draft = bench.run.paths.workspace("writer").output / "draft.txt"
     draft.write_bytes(b"d" * (64 * 1024 + 1))
-    os.chmod(draft, 0o644)
     path = "/cases/rfp-001/recommendations"
     statuses = [
         layer.run_tool(
@@ -174,7 +174,7 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     suite.process()
     suite.boundary()
     draft = layer.role_path("writer", "out", "draft.txt")
-    layer.run_tool("writer", "create-file", draft, "Draft recommendation: award to northstar.\n")
+    layer.run_tool("writer", "write-file", draft, "Draft recommendation: award to northstar.\n")
     suite.submit_draft(Path(draft))
 
     lines = bench.stream.getvalue().splitlines()

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app.core.roles import ROLES, Role
+from app.core.run_tree import OUTPUT_FILES
 from app.tools.bubblewrap import render
 from app.tools.bubblewrap.policy import (
     BASE_ENVIRONMENT,
@@ -89,29 +90,36 @@ def test_environment_is_cleared_before_the_short_explicit_list() -> None:
 
 def test_the_mount_list_is_exactly_the_named_one() -> None:
     argv = vector()
+    out = RUN / "reader" / "out"
     assert pairs(argv, "--ro-bind", 2) == [
         ("/usr", "/usr"),
         (str(CODE), "/opt/analyst"),
         (str(RUN / "reader" / "in"), "/input"),
+        (str(out), "/output"),
     ]
-    assert pairs(argv, "--bind", 2) == [(str(RUN / "reader" / "out"), "/output")]
-    assert pairs(argv, "--symlink", 2) == [
-        ("usr/bin", "/bin"),
-        ("usr/sbin", "/sbin"),
-        ("usr/lib", "/lib"),
-        ("usr/lib64", "/lib64"),
-    ]
+    # Only the role's own files are writable, each bound on its own over the read-only output.
+    assert pairs(argv, "--bind", 2) == [(str(out / "check.txt"), "/output/check.txt")]
+    assert pairs(argv, "--symlink", 2) == [("usr/lib", "/lib"), ("usr/lib64", "/lib64")]
     assert mount_destinations(argv) == [
         "/usr",
         "/opt/analyst",
         "/proc",
-        "/dev",
         "/tmp",
         "/input",
         "/output",
+        "/output/check.txt",
     ]
-    assert "--dev-bind" not in argv and "--bind-try" not in argv
-    assert pairs(argv, "--chdir") == [("/output",)]
+    # No /dev at all: bwrap's --dev would bring a writable tmpfs and a devpts.
+    assert "--dev" not in argv and "--dev-bind" not in argv and "--bind-try" not in argv
+    assert pairs(argv, "--chdir") == [("/opt/analyst",)]
+
+
+def test_each_role_may_write_exactly_its_output_files() -> None:
+    for role in ROLES:
+        out = RUN / role / "out"
+        assert pairs(vector(role=role), "--bind", 2) == [
+            (str(out / name), f"/output/{name}") for name in OUTPUT_FILES[role]
+        ]
 
 
 def test_mount_order_constraints() -> None:
@@ -121,16 +129,26 @@ def test_mount_order_constraints() -> None:
     assert argv[tmpfs - 4 : tmpfs] == ["--perms", "0700", "--size", str(16 * 1024 * 1024)]
     # The root is made read-only after every mount that puts a mount point on it.
     remount = index_of(argv, "--remount-ro", "/")
-    mount_options = {"--bind", "--ro-bind", "--proc", "--dev", "--tmpfs", "--symlink"}
+    mount_options = {"--bind", "--ro-bind", "--proc", "--tmpfs", "--symlink"}
     assert max(i for i, token in enumerate(argv) if token in mount_options) < remount
     # /usr comes before the symlinks into it and before the code bind below /opt.
-    assert index_of(argv, "--ro-bind", "/usr", "/usr") < index_of(argv, "--symlink", "usr/bin")
+    assert index_of(argv, "--ro-bind", "/usr", "/usr") < index_of(argv, "--symlink", "usr/lib")
+    # The output directory is bound read-only before its files are bound writable over it.
+    assert index_of(argv, "--ro-bind", str(RUN / "reader" / "out"), "/output") < index_of(
+        argv, "--bind", str(RUN / "reader" / "out" / "check.txt")
+    )
 
 
 def test_roles_differ_only_in_hostname_and_workspace() -> None:
-    reader = vector(role="reader")
+    def shared(role: Role) -> list[str]:
+        """The vector without the role's own file binds, which differ in number."""
+        argv = vector(role=role)
+        binds = {index_of(argv, "--bind", src) for src, _ in pairs(argv, "--bind", 2)}
+        return [t for i, t in enumerate(argv) if not any(b <= i < b + 3 for b in binds)]
+
+    reader = shared("reader")
     for role in ROLES:
-        other = vector(role=role)
+        other = shared(role)
         differing = {(a, b) for a, b in zip(reader, other, strict=True) if a != b}
         if role == "reader":
             assert not differing
@@ -145,7 +163,14 @@ def test_roles_differ_only_in_hostname_and_workspace() -> None:
 def test_no_host_path_beyond_usr_the_code_and_the_role_workspace() -> None:
     argv = vector()
     sources = {src for src, _ in pairs(argv, "--ro-bind", 2) + pairs(argv, "--bind", 2)}
-    assert sources == {"/usr", str(CODE), str(RUN / "reader" / "in"), str(RUN / "reader" / "out")}
+    out = RUN / "reader" / "out"
+    assert sources == {
+        "/usr",
+        str(CODE),
+        str(RUN / "reader" / "in"),
+        str(out),
+        str(out / "check.txt"),
+    }
     for forbidden in ("/etc", "/root", "/home", "/var/run/secrets", str(RUN / "writer")):
         assert not [t for t in argv if t == forbidden or t.startswith(forbidden + "/")], forbidden
 
@@ -163,7 +188,7 @@ def test_each_policy_knob_changes_exactly_its_part() -> None:
     ]
 
     writable = vector(BubblewrapPolicy(input_writable=True))
-    assert pairs(writable, "--bind", 2)[0] == (str(RUN / "reader" / "in"), "/input")
+    assert (str(RUN / "reader" / "in"), "/input") in pairs(writable, "--bind", 2)
     assert (str(RUN / "reader" / "in"), "/input") not in pairs(writable, "--ro-bind", 2)
 
     extra = vector(BubblewrapPolicy(extra_ro_binds=(("/srv/keys", "/srv/keys"),)))
@@ -196,6 +221,8 @@ def test_per_call_parts_come_after_the_vector_fds_first() -> None:
         "/usr/bin/python3",
         "-m",
         "analyst_worker",
+        "--max-file-bytes",
+        "1048576",
         "proc-status",
         "a",
     ]

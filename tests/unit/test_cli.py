@@ -12,12 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from support.faults import processes_of, secret_leftovers, start_controller
 
 from app.controller.signals import STOP_SIGNALS
 from app.core import cluster_env
 from app.core.errors import AnalystError
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
+from tests.support.faults import processes_of, secret_leftovers, start_controller
 
 # Every variable cluster mode reads, with a well-formed value.
 CLUSTER_ENV = {

@@ -627,9 +627,9 @@ OPTION_ROWS = [
         "which nono's profiles let every tool process read",
     ),
     Row(
-        "--workdir in /dev/shm under bubblewrap",
-        lambda f: f.argv(workdir=_outside(f, Path("/dev/shm/analyst"))),
-        "lies in /dev",
+        "--workdir in /proc under bubblewrap",
+        lambda f: f.argv(workdir=_outside(f, Path("/proc/analyst-work"))),
+        "lies in /proc",
     ),
     Row(
         "--workdir a link into /tmp",

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from app.core.roles import ROLES
+from app.core.run_tree import OUTPUT_FILES
 from app.tools.nono import render
 from app.tools.nono.policy import (
     COMMITTED_DIR,
@@ -59,12 +60,19 @@ def test_render_check_names_a_drifted_file(
 def test_file_rules_are_the_code_the_role_input_and_usr(role: str) -> None:
     profile = generate_profile(role, RUN_VALUES)  # type: ignore[arg-type]
     assert profile["meta"] == {"name": f"analyst-{role}", "version": "1.0.0"}
-    assert profile["workdir"] == {"access": "none"}
+    assert "workdir" not in profile
+    out = f"{RUN_VALUES.run_dir}/{role}/out"
     assert profile["filesystem"] == {
         "read": ["/usr", RUN_VALUES.code_dir, f"{RUN_VALUES.run_dir}/{role}/in"],
-        "allow": [f"{RUN_VALUES.run_dir}/{role}/out"],
+        # Each output file, never the directory: the role can create no file of its own.
+        "allow": [f"{out}/{name}" for name in OUTPUT_FILES[role]],  # type: ignore[index]
     }
     assert "inherit" not in profile["environment"]
+    assert profile["process"] == {
+        "enforcement_mode": "seccomp",
+        "seccomp_filter": f"{RUN_VALUES.code_dir}/nono-baseline.bpf",
+        "max_file_bytes": 1024 * 1024,
+    }
 
 
 def test_evaluator_has_no_network_and_no_credential() -> None:
@@ -90,7 +98,8 @@ def test_online_roles_reach_one_host_through_the_credential_route(
     role: str, allowed: list[dict[str, str]]
 ) -> None:
     network = generate_profile(role, RUN_VALUES)["network"]  # type: ignore[arg-type]
-    assert network["allow_domain"] == ["localhost:8443"]
+    # No host is listed for CONNECT tunnels: the reverse route is the one way out.
+    assert set(network) == {"custom_credentials"}
     assert network["custom_credentials"] == {
         "supplier": {
             "upstream": "https://localhost:8443",

@@ -9,6 +9,9 @@ from typing import Final
 
 from app.core.files import read_regular
 from app.core.run import Run
+from app.tools.attack_checks import AttackChecks
+from app.tools.bubblewrap.attack_answers import ANSWERS
+from app.tools.bubblewrap.kernel_checks import KernelChecks
 from app.tools.bubblewrap.network_checks import check_network
 from app.tools.bubblewrap.policy import INPUT_MOUNT
 from app.tools.bubblewrap.process_checks import ProcessChecks
@@ -29,6 +32,8 @@ class BubblewrapChecks(LayerChecks):
         self.checks = run.checks
         self.common = CommonChecks(run, layer)
         self.processes = ProcessChecks(run, layer)
+        self.kernel = KernelChecks(run, layer)
+        self.attacks = AttackChecks(run, layer, ANSWERS)
 
     def process(self) -> None:
         self.checks.begin("layer")
@@ -44,10 +49,12 @@ class BubblewrapChecks(LayerChecks):
         self.common.input_write_refused()
         self.common.hidden_files_refused()
         self.common.writer_file_read_back()
+        self.common.roles_keep_to_their_directories()
         self.checks.begin("process")
-        self.processes.what_the_kernel_refuses()
+        self.kernel.check()
         self.checks.begin("network")
         check_network(self.run, self.layer)
+        self.attacks.check()
         self._record()
 
     def _check_same_file(self) -> None:
@@ -95,4 +102,6 @@ class BubblewrapChecks(LayerChecks):
         # The layer's whole evidence (policy knobs, control calls, seccomp) is added by the
         # run; these are the parts a reviewer reads first.
         self.run.evidence.record("bwrap_argument_lists", self.layer.argument_lists())
-        self.run.evidence.record("bubblewrap_readings", self.processes.readings)
+        readings = {**self.processes.readings, **self.kernel.readings}
+        self.run.evidence.record("bubblewrap_readings", readings)
+        self.run.evidence.record("attack_answers", self.attacks.readings)

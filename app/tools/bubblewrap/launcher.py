@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
@@ -12,6 +13,7 @@ from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.tools.bubblewrap.checks import BubblewrapChecks
+from app.tools.bubblewrap.orphan import Orphan, observe_orphan
 from app.tools.bubblewrap.policy import (
     INPUT_MOUNT,
     OUTPUT_MOUNT,
@@ -25,15 +27,17 @@ from app.tools.bubblewrap.preflight import (
     BwrapReadings,
     start_failure,
 )
-from app.tools.bubblewrap.seccomp import SeccompFilter, baseline_filter, program_fd
-from app.tools.execution import exec_as_tool
+from app.tools.execution import exec_as_tool, make_release_fifo, spawn_as_tool
 from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.seccomp import SeccompFilter, baseline_filter, program_fd
 
 REFUSALS = Refusals(
     hidden_file=Errno.ENOENT,
     hidden_file_reason="it is not in that role's filesystem at all, not merely unreadable",
     input_write=Errno.EROFS,
     input_write_reason="what refuses is the read-only mount, not the file's mode",
+    output_create=Errno.EROFS,
+    output_create_reason="the directory is mounted read-only; only its files are bound writable",
 )
 
 
@@ -58,6 +62,7 @@ class BubblewrapLayer(ConfinementLayer):
         self._readings: BwrapReadings | None = None
         self._argument_lists: dict[Role, list[str]] = {}
         self._controls: list[ControlCall] = []
+        self._holds = 0
 
     # --- policy -------------------------------------------------------------------------------
 
@@ -92,7 +97,9 @@ class BubblewrapLayer(ConfinementLayer):
     def preflight(self) -> None:
         self._readings = self.prerequisites().require()
         try:
-            self.run_tool("reader", "proc-status")
+            # The machine's part only: one tool process started under the shipped vector. What
+            # this run's own vector does is for the checks to show, each on its own line.
+            self.run_confined("reader", "proc-status", [], shipped=True, purpose="preflight")
         except ToolKilled:
             # Killed from outside: the run stops (exit 1); bwrap did start, nothing is missing.
             self._readings = None
@@ -106,49 +113,91 @@ class BubblewrapLayer(ConfinementLayer):
     def run_tool(self, role: Role, action: str, *args: str) -> ToolResult:
         return self.run_confined(role, action, args)
 
+    def _variant(self, omit: Iterable[str], shipped: bool) -> BubblewrapPolicy:
+        base = BubblewrapPolicy() if shipped else self.policy
+        dropped = frozenset(omit)
+        return replace(base, omit=base.omit | dropped) if dropped else base
+
+    @contextmanager
+    def _command(
+        self,
+        role: Role,
+        action: str,
+        args: Sequence[str],
+        policy: BubblewrapPolicy,
+        extra_filters: Sequence[SeccompFilter],
+        purpose: str,
+    ) -> Iterator[tuple[list[str], list[int]]]:
+        """The whole command line of one call and the filter fds it passes; the fds are closed
+        when the call is done with them."""
+        base = self.role_argv(role, policy)
+        filters = [baseline_filter()] if policy.passes_seccomp(role) else []
+        filters += extra_filters
+        fds = [program_fd(f) for f in filters]
+        try:
+            argv = base + per_call_args(fds, action, args, policy.file_limit(role))
+            if policy == self.policy and not extra_filters:
+                self._argument_lists.setdefault(role, base)
+            else:
+                self._controls.append(ControlCall(role, purpose or action, argv))
+            yield argv, fds
+        finally:
+            for fd in fds:
+                os.close(fd)
+
     def run_confined(
         self,
         role: Role,
         action: str,
         args: Sequence[str],
         *,
-        disable_userns: bool | None = None,
-        baseline: bool | None = None,
+        omit: Iterable[str] = (),
+        shipped: bool = False,
         extra_filters: Sequence[SeccompFilter] = (),
+        bwrap_env: Mapping[str, str] | None = None,
         purpose: str = "",
     ) -> ToolResult:
         """Runs one action for one role; the keyword arguments make a control call.
 
-        ``disable_userns`` and ``baseline`` override the policy's switch (--disable-userns,
-        the baseline seccomp filter) for this call only; ``extra_filters`` are stacked after
-        the baseline. Such a call is recorded, with ``purpose``, apart from the role's vector.
+        ``omit`` leaves elements of the vector out for this call only (by key), ``shipped``
+        starts from the shipped policy instead of this layer's, ``extra_filters`` are stacked
+        after the baseline, and ``bwrap_env`` is bwrap's own environment (default: the minimal
+        BWRAP_ENVIRONMENT). Such a call is recorded, with ``purpose``, apart from the role's
+        vector.
         """
-        policy = self.policy
-        if disable_userns is not None:
-            policy = replace(policy, disable_userns=disable_userns)
-        if baseline is not None:
-            policy = replace(policy, seccomp=baseline)
-        base = self.role_argv(role, policy)
-        filters = [baseline_filter()] if policy.seccomp else []
-        filters += extra_filters
-        fds = [program_fd(f) for f in filters]
-        try:
-            argv = base + per_call_args(fds, action, args)
-            if policy == self.policy and not extra_filters:
-                self._argument_lists.setdefault(role, base)
-            else:
-                self._controls.append(ControlCall(role, purpose or action, argv))
+        policy = self._variant(omit, shipped)
+        with self._command(role, action, args, policy, extra_filters, purpose) as (argv, fds):
             result = exec_as_tool(
                 argv,
                 tool=self.run.tool,
-                env=BWRAP_ENVIRONMENT,
+                env=BWRAP_ENVIRONMENT if bwrap_env is None else bwrap_env,
                 pass_fds=fds,
                 executable=self.readings.path,
             )
-            return self._seen(result)
+        return self._seen(result)
+
+    def kill_while_held(
+        self, role: Role, *, wait_for_death: bool, omit: Iterable[str] = (), purpose: str = ""
+    ) -> Orphan:
+        """Starts the role holding a FIFO, kills its bwrap with SIGKILL (as a timeout does),
+        and reports what became of the tool process (see orphan.observe_orphan)."""
+        policy = self._variant(omit, shipped=False)
+        inputs = self.run.paths.workspace(role).input
+        self._holds += 1
+        fifo = make_release_fifo(inputs, f"release-{self._holds}.fifo")
+        inside = f"{INPUT_MOUNT}/{fifo.name}"
+        try:
+            with self._command(role, "hold", [inside], policy, (), purpose) as (argv, fds):
+                process = spawn_as_tool(
+                    argv,
+                    tool=self.run.tool,
+                    env=BWRAP_ENVIRONMENT,
+                    pass_fds=fds,
+                    executable=self.readings.path,
+                )
+            return observe_orphan(process, fifo, wait_for_death=wait_for_death)
         finally:
-            for fd in fds:
-                os.close(fd)
+            fifo.unlink()
 
     # --- reporting ----------------------------------------------------------------------------
 
@@ -172,6 +221,8 @@ class BubblewrapLayer(ConfinementLayer):
                 "extra_ro_binds": [list(pair) for pair in self.policy.extra_ro_binds],
                 "extra_env_names": [name for name, _ in self.policy.extra_env],
                 "seccomp": self.policy.seccomp,
+                "omit": sorted(self.policy.omit),
+                "omit_for": sorted(f"{role}: {key}" for role, key in self.policy.omit_for),
             },
             "bwrap_argument_lists": self.argument_lists(),
             "largest_tool_peak_kib": self.tool_peak_kib,
@@ -179,8 +230,7 @@ class BubblewrapLayer(ConfinementLayer):
                 {"role": c.role, "purpose": c.purpose, "argv": c.argv} for c in self._controls
             ],
             "seccomp_baseline": {
-                "syscalls": list(baseline.syscalls),
-                "errno": baseline.errno_name,
+                "rules": [rule.as_json() for rule in baseline.rules],
                 "bpf_bytes": len(baseline.program),
             },
         }

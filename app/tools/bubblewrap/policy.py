@@ -1,13 +1,18 @@
-"""Renders the bwrap argument vector for one role: pure, it never touches the filesystem."""
+"""Renders the bwrap argument vector for one role: pure, it never touches the filesystem.
+
+The vector is built as a list of named elements (an option with its operands), so that each
+one can be accounted for (see accounting.py) and left out on purpose by the tests that show
+the run fails without it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from app.core.roles import Role
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
+from app.core.run_tree import INTERPRETER, MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES, WORKER_PACKAGE
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -23,10 +28,11 @@ INPUT_MOUNT = "/input"
 OUTPUT_MOUNT = "/output"
 SCRATCH_MOUNT = "/tmp"
 SCRATCH_BYTES = 16 * 1024 * 1024
+SCRATCH_MODE = 0o700
 
 # The whole environment a tool process starts with; --clearenv drops everything else.
 BASE_ENVIRONMENT: tuple[tuple[str, str], ...] = (
-    ("PATH", "/usr/bin:/bin"),
+    ("PATH", "/usr/bin"),
     ("HOME", SCRATCH_MOUNT),
     # A UTF-8 locale set explicitly, so Python does not coerce one (and add LC_CTYPE) itself.
     ("LANG", "C.UTF-8"),
@@ -37,16 +43,20 @@ BASE_ENVIRONMENT: tuple[tuple[str, str], ...] = (
 # bwrap adds PWD itself, from --chdir.
 DERIVED_ENVIRONMENT: tuple[str, ...] = ("PWD",)
 
-# The host's /usr merge: these are symlinks into /usr, not mounts of their own.
+# The host's /usr merge, as far as the interpreter needs it: the dynamic loader is
+# /lib64/ld-linux-x86-64.so.2, a link that resolves through /lib. Nothing needs /bin or /sbin.
 USR_SYMLINKS: tuple[tuple[str, str], ...] = (
-    ("usr/bin", "/bin"),
-    ("usr/sbin", "/sbin"),
     ("usr/lib", "/lib"),
     ("usr/lib64", "/lib64"),
 )
 
+# The per-call elements: the baseline filter's fd for bwrap, and the worker's own limit on
+# the size of every file it writes (the worker applies it before it reads its arguments).
+SECCOMP_ELEMENT = "--add-seccomp-fd"
+FILE_LIMIT_OPTION = "--max-file-bytes"
+
 # The options this module emits that mount something; their last operand is the destination.
-_MOUNT_OPTIONS = frozenset({"--bind", "--ro-bind", "--proc", "--dev", "--tmpfs"})
+_MOUNT_OPTIONS = frozenset({"--bind", "--ro-bind", "--proc", "--tmpfs"})
 # How many operands each option this module emits takes, so a walk never reads an operand
 # (a hostname, an environment value) as an option.
 _OPERANDS: dict[str, int] = {
@@ -55,7 +65,6 @@ _OPERANDS: dict[str, int] = {
     "--symlink": 2,
     "--setenv": 2,
     "--proc": 1,
-    "--dev": 1,
     "--tmpfs": 1,
     "--uid": 1,
     "--gid": 1,
@@ -70,10 +79,20 @@ _OPERANDS: dict[str, int] = {
 
 
 @dataclass(frozen=True)
+class Element:
+    """One option of the vector with its operands, under a name that is the same in every run
+    (the option and, where it has one, the sandbox path or variable it acts on)."""
+
+    key: str
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class BubblewrapPolicy:
     """The knobs of the argument vector; every default is the secure value.
 
-    Tests turn one knob at a time to prove that the check watching it fails.
+    Tests turn one knob at a time to prove that the check watching it fails, and leave out
+    one element at a time (``omit``, ``omit_for``, by key) to prove the same of every element.
     """
 
     unshare_net: bool = True
@@ -85,10 +104,102 @@ class BubblewrapPolicy:
     extra_env: tuple[tuple[str, str], ...] = ()
     # Whether the baseline seccomp filter is passed; the launcher appends its fd per call.
     seccomp: bool = True
+    # Elements left out of every role's vector, by key, and of one role's alone.
+    omit: frozenset[str] = frozenset()
+    omit_for: frozenset[tuple[Role, str]] = frozenset()
+
+    def omits(self, role: Role, key: str) -> bool:
+        return key in self.omit or (role, key) in self.omit_for
+
+    def passes_seccomp(self, role: Role) -> bool:
+        return self.seccomp and not self.omits(role, SECCOMP_ELEMENT)
+
+    def file_limit(self, role: Role) -> int | None:
+        return None if self.omits(role, FILE_LIMIT_OPTION) else MAX_OUTPUT_FILE_BYTES
 
 
 def hostname_for(role: Role) -> str:
     return f"analyst-{role}"
+
+
+def _element(*argv: str, key: str | None = None) -> Element:
+    return Element(key or argv[0], argv)
+
+
+def _mount(option: str, source: str, destination: str) -> Element:
+    return Element(f"{option} {destination}", (option, source, destination))
+
+
+def elements(
+    policy: BubblewrapPolicy,
+    *,
+    role: Role,
+    input_dir: PurePosixPath,
+    output_dir: PurePosixPath,
+    code_dir: PurePosixPath,
+) -> Iterator[Element]:
+    """The role's vector as named elements, in order, before any is left out."""
+    # --- namespaces -------------------------------------------------------------------------
+    for ns in NAMESPACES:
+        if ns != "net" or policy.unshare_net:
+            yield _element(f"--unshare-{ns}")
+    if policy.disable_userns:
+        # The child may not create a further user namespace (bwrap sets the limit and then
+        # checks that an unshare fails), and bwrap refuses to start if it could not.
+        yield _element("--disable-userns")
+        yield _element("--assert-userns-disabled")
+
+    # --- identity and privilege -------------------------------------------------------------
+    yield _element("--uid", str(SANDBOX_ID))
+    yield _element("--gid", str(SANDBOX_ID))
+    # Empties the bounding set too, so no later exec can regain a capability; bwrap also
+    # sets no_new_privs for every child it starts.
+    yield _element("--cap-drop", "ALL")
+    # setsid(): the child is not in the controller's session, so it has no terminal of it;
+    # PR_SET_PDEATHSIG: the child dies with bwrap, so a timed-out call leaves nothing behind.
+    yield _element("--new-session")
+    yield _element("--die-with-parent")
+    yield _element("--hostname", hostname_for(role))
+
+    # --- environment ------------------------------------------------------------------------
+    # bwrap applies --clearenv and --setenv as it parses them: every --setenv must follow
+    # --clearenv, or it is wiped.
+    yield _element("--clearenv")
+    for name, value in (*BASE_ENVIRONMENT, *policy.extra_env):
+        yield _element("--setenv", name, value, key=f"--setenv {name}")
+
+    # --- filesystem: the child's root starts as an empty tmpfs ------------------------------
+    # Mount operations run in the order given; each destination's parent must already exist
+    # in the new root, so system paths come before anything nested. There is no /dev: the
+    # worker needs no device, and bwrap's --dev would add a writable tmpfs and a devpts.
+    yield _mount("--ro-bind", "/usr", "/usr")
+    for target, link in USR_SYMLINKS:
+        yield Element(f"--symlink {link}", ("--symlink", target, link))
+    yield _mount("--ro-bind", str(code_dir), CODE_MOUNT)
+    for source, destination in policy.extra_ro_binds:
+        yield _mount("--ro-bind", source, destination)
+    # A procfs for the child's own pid namespace: it sees no other process.
+    yield Element("--proc /proc", ("--proc", "/proc"))
+    # --perms and --size apply only to the one operation that follows them.
+    yield _element("--perms", f"{SCRATCH_MODE:04o}")
+    yield _element("--size", str(SCRATCH_BYTES))
+    yield Element(f"--tmpfs {SCRATCH_MOUNT}", ("--tmpfs", SCRATCH_MOUNT))
+
+    # --- the role's workspace: the only per-role part ---------------------------------------
+    yield _mount("--bind" if policy.input_writable else "--ro-bind", str(input_dir), INPUT_MOUNT)
+    # The output directory itself is read-only; each file the role may write is bound over it
+    # writable, so the role can create no file of its own.
+    yield _mount("--ro-bind", str(output_dir), OUTPUT_MOUNT)
+    for name in OUTPUT_FILES[role]:
+        yield _mount("--bind", str(output_dir / name), f"{OUTPUT_MOUNT}/{name}")
+
+    # --- finishing ----------------------------------------------------------------------------
+    # Must follow every mount above: each one may have created its mount point on the root
+    # tmpfs, which is made read-only only once they all exist.
+    yield _element("--remount-ro", "/", key="--remount-ro /")
+    # The read-only code directory: `python -m` puts the working directory first on the
+    # import path, so it must be one the role cannot write.
+    yield _element("--chdir", CODE_MOUNT)
 
 
 def bwrap_argv(
@@ -101,69 +212,40 @@ def bwrap_argv(
 ) -> list[str]:
     """The argument vector for one role, without the per-call seccomp fds and command."""
     argv = ["bwrap"]
-
-    # --- namespaces -------------------------------------------------------------------------
-    argv += [f"--unshare-{ns}" for ns in NAMESPACES if ns != "net" or policy.unshare_net]
-    if policy.disable_userns:
-        # The child may not create a further user namespace (its limit is set to zero), and
-        # bwrap refuses to start at all if it could not make that so.
-        argv += ["--disable-userns", "--assert-userns-disabled"]
-
-    # --- identity and privilege -------------------------------------------------------------
-    argv += ["--uid", str(SANDBOX_ID), "--gid", str(SANDBOX_ID)]
-    # Empties the bounding set too, so no later exec can regain a capability; bwrap also
-    # sets no_new_privs for every child it starts.
-    argv += ["--cap-drop", "ALL"]
-    # setsid(): the child cannot push input into the controller's terminal (TIOCSTI);
-    # PR_SET_PDEATHSIG: the child dies with bwrap, so a timed-out call leaves nothing behind.
-    argv += ["--new-session", "--die-with-parent"]
-    argv += ["--hostname", hostname_for(role)]
-
-    # --- environment ------------------------------------------------------------------------
-    # bwrap applies --clearenv and --setenv as it parses them: every --setenv must follow
-    # --clearenv, or it is wiped.
-    argv += ["--clearenv"]
-    for name, value in (*BASE_ENVIRONMENT, *policy.extra_env):
-        argv += ["--setenv", name, value]
-
-    # --- filesystem: the child's root starts as an empty tmpfs ------------------------------
-    # Mount operations run in the order given; each destination's parent must already exist
-    # in the new root, so system paths come before anything nested.
-    argv += ["--ro-bind", "/usr", "/usr"]
-    for target, link in USR_SYMLINKS:
-        argv += ["--symlink", target, link]
-    argv += ["--ro-bind", str(code_dir), CODE_MOUNT]
-    for source, destination in policy.extra_ro_binds:
-        argv += ["--ro-bind", source, destination]
-    # A procfs for the child's own pid namespace (it sees no other process) and a minimal
-    # /dev of a few device nodes.
-    argv += ["--proc", "/proc", "--dev", "/dev"]
-    # --perms and --size apply only to the one operation that follows them.
-    argv += ["--perms", "0700", "--size", str(SCRATCH_BYTES), "--tmpfs", SCRATCH_MOUNT]
-
-    # --- the role's workspace: the only per-role part ---------------------------------------
-    argv += ["--bind" if policy.input_writable else "--ro-bind", str(input_dir), INPUT_MOUNT]
-    argv += ["--bind", str(output_dir), OUTPUT_MOUNT]
-
-    # --- finishing ----------------------------------------------------------------------------
-    # Must follow every mount above: each one may have created its mount point on the root
-    # tmpfs, which is made read-only only once they all exist.
-    argv += ["--remount-ro", "/"]
-    argv += ["--chdir", OUTPUT_MOUNT]
+    for element in elements(
+        policy, role=role, input_dir=input_dir, output_dir=output_dir, code_dir=code_dir
+    ):
+        if not policy.omits(role, element.key):
+            argv += element.argv
     return argv
 
 
-def per_call_args(seccomp_fds: Sequence[int | str], action: str, args: Sequence[str]) -> list[str]:
+def per_call_elements(
+    seccomp_fds: Sequence[int | str], file_limit: int | None
+) -> tuple[list[Element], list[Element]]:
+    """What one call adds: bwrap's seccomp fds (before the command), and the worker's
+    prologue options (after its module name, before the action)."""
+    # bwrap stacks the filters in this order and loads them just before exec, after its own
+    # mounts, so the filters never restrict bwrap itself.
+    fds = [Element(SECCOMP_ELEMENT, (SECCOMP_ELEMENT, str(fd))) for fd in seccomp_fds]
+    prologue = [] if file_limit is None else [_element(FILE_LIMIT_OPTION, str(file_limit))]
+    return fds, prologue
+
+
+def per_call_args(
+    seccomp_fds: Sequence[int | str],
+    action: str,
+    args: Sequence[str],
+    file_limit: int | None = MAX_OUTPUT_FILE_BYTES,
+) -> list[str]:
     """What one call appends to the role's vector: its seccomp fds, then the command.
 
     The fds are numbers at run time; the committed policy renders them as placeholders.
     """
-    tail: list[str] = []
-    # bwrap stacks the filters in this order and loads them just before exec, after its own
-    # mounts, so the filters never restrict bwrap itself.
-    for fd in seccomp_fds:
-        tail += ["--add-seccomp-fd", str(fd)]
-    return [*tail, "--", INTERPRETER, "-m", WORKER_PACKAGE, action, *args]
+    fds, prologue = per_call_elements(seccomp_fds, file_limit)
+    head = [token for element in fds for token in element.argv]
+    options = [token for element in prologue for token in element.argv]
+    return [*head, "--", INTERPRETER, "-m", WORKER_PACKAGE, *options, action, *args]
 
 
 def mount_destinations(argv: Sequence[str]) -> list[str]:

@@ -19,7 +19,6 @@ from typing import Final
 from app.core.errors import LayerUnavailable
 from app.core.results import ToolRunError
 from app.core.run_tree import ToolIdentity
-from app.tools.bubblewrap.seccomp import LIBSECCOMP, LibseccompError, check_available
 from app.tools.execution import SYSTEM_PATH
 from app.tools.prerequisites import (
     Finding,
@@ -30,6 +29,7 @@ from app.tools.prerequisites import (
     require,
     work_directory,
 )
+from app.tools.seccomp import LIBSECCOMP, LibseccompError, check_available
 
 # --disable-userns and --assert-userns-disabled first appear in 0.8.0.
 MIN_BWRAP_VERSION: Final = (0, 8, 0)

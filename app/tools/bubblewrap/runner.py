@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from app.core.results import ToolResult
 from app.core.roles import Role
+from app.tools.bubblewrap.orphan import Orphan
 from app.tools.bubblewrap.policy import BubblewrapPolicy
 from app.tools.bubblewrap.preflight import BwrapReadings
-from app.tools.bubblewrap.seccomp import SeccompFilter
 from app.tools.layer import ToolRunner
+from app.tools.seccomp import SeccompFilter
 
 
 class BwrapRunner(ToolRunner, Protocol):
@@ -27,10 +28,15 @@ class BwrapRunner(ToolRunner, Protocol):
         action: str,
         args: Sequence[str],
         *,
-        disable_userns: bool | None = None,
-        baseline: bool | None = None,
+        omit: Iterable[str] = (),
+        shipped: bool = False,
         extra_filters: Sequence[SeccompFilter] = (),
+        bwrap_env: Mapping[str, str] | None = None,
         purpose: str = "",
     ) -> ToolResult: ...
+
+    def kill_while_held(
+        self, role: Role, *, wait_for_death: bool, omit: Iterable[str] = (), purpose: str = ""
+    ) -> Orphan: ...
 
     def argument_lists(self) -> dict[Role, list[str]]: ...

@@ -9,17 +9,21 @@ never a probe's full result (an unconfined open reports a file's identity).
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.core.results import Errno
+from app.core.results import Errno, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
+from app.tools.attack_checks import AttackChecks
 from app.tools.common_checks import CommonChecks
 from app.tools.layer import LayerChecks
 from app.tools.nono import render
+from app.tools.nono.attack_answers import ANSWERS
 from app.tools.nono.endpoint_checks import EndpointChecks
-from app.tools.nono.policy import differences, fill
+from app.tools.nono.policy import differences, fill, intended_variables
+from app.tools.nono.process_checks import NonoProcessChecks
 from app.tools.nono.runner import NonoRunner
 
 
@@ -35,15 +39,21 @@ class NonoChecks(LayerChecks):
         self.checks = run.checks
         self.common = CommonChecks(run, layer)
         self.endpoints = EndpointChecks(run, layer)
+        self.processes = NonoProcessChecks(run, layer)
+        self.attacks = AttackChecks(run, layer, ANSWERS)
 
     def process(self) -> None:
         self._profiles()
         self._environment()
+        self.processes.check()
+        self.run.evidence.record("nono_readings", self.processes.readings)
 
     def boundary(self) -> None:
         self._files()
         self._credentials()
         self._network()
+        self.attacks.check()
+        self.run.evidence.record("attack_answers", self.attacks.readings)
         self.endpoints.check()
 
     def submit_draft(self, draft_path: Path) -> None:
@@ -59,7 +69,7 @@ class NonoChecks(LayerChecks):
     def _profiles(self) -> None:
         checks, layer = self.checks, self.layer
         checks.begin("profiles")
-        drift = render.drifted(layer.committed_dir, layer.widening)
+        drift = render.drifted(layer.committed_dir, layer.widening, layer.omit)
         checks.require(
             not drift,
             f"the committed nono profiles ({', '.join(f'{r}.json' for r in ROLES)}) are exactly "
@@ -91,8 +101,14 @@ class NonoChecks(LayerChecks):
         checks.begin("environment")
         names: dict[Role, list[str]] = {}
         for role in ROLES:
-            names[role] = list(layer.run_tool(role, "env-names").data["names"])
-            kept = layer.live_profile(role)["environment"]["allow_vars"]
+            names[role] = list(
+                checks.holds(
+                    f"the {role} starts under its profile and runs the staged worker",
+                    partial(layer.run_tool, role, "env-names"),
+                    refusals=(ToolRunError,),
+                ).data["names"]
+            )
+            kept = intended_variables(role)
             added = layer.proxies.variable_names(role)
             expected = sorted(set(kept) | set(added))
             extra = sorted(set(names[role]) - set(expected))
@@ -115,6 +131,7 @@ class NonoChecks(LayerChecks):
         self.common.input_write_refused()
         self.common.hidden_files_refused()
         self.common.writer_file_read_back()
+        self.common.roles_keep_to_their_directories()
 
     # --- credentials --------------------------------------------------------------------------
 

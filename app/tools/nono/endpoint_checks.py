@@ -104,7 +104,7 @@ class EndpointChecks:
         self._expect_audit("writer", method, path, events, None)
 
     def check(self) -> None:
-        checks, run, proxies = self.checks, self.run, self.layer.proxies
+        checks, run = self.checks, self.run
         checks.begin("supplier proxy")
         read = f"/cases/{self.case_id}/suppliers"
         result, events = self._role_request("reader", "GET", read)
@@ -119,37 +119,18 @@ class EndpointChecks:
             f"control: the controller reaches the same server by its second name, "
             f"{alias.hostname}, with the real key: GET {read} returns 200",
         )
-        request_id = self.layer.next_request_id("reader")
-        mark = proxies.mark("reader")
-        tunnel = self.layer.run_tool("reader", "alias-request", run.supplier.alias_url, request_id)
-        events = proxies.since("reader", mark)
-        authority = f"{alias.hostname}:{alias.port}"
-        connect_status = tunnel.data.get("connect_status")
-        run.supplier_client.calls.record(
-            CallRecord(
-                request_id, "reader", "CONNECT", authority, alias.hostname or "",
-                connect_status, False,
-            )
-        )  # fmt: skip
-        checks.expect_equal(
-            connect_status if tunnel.ok else tunnel.errno,
-            403,
-            f"reader: its proxy refuses a tunnel to {authority}, the second name for the same "
-            "server: CONNECT answered 403",
+        self._tunnel_refused(
+            run.supplier.alias_url,
+            "host_denied",
+            "the second name for the same server",
+            "host not allowed",
         )
-        denied = [
-            e
-            for e in events
-            if e.mode == "connect"
-            and e.target == alias.hostname
-            and e.port == alias.port
-            and e.decision == "deny"
-            and e.denial_category == "host_denied"
-        ]
-        checks.require(
-            len(denied) == 1,
-            f"nono's audit records the refused host {authority}: deny, host not allowed",
-            detail=f"records {[(e.mode, e.target, e.decision) for e in events]}",
+        self._tunnel_refused(
+            run.supplier.url,
+            "connect_bypasses_l7",
+            "the supplier itself, where a tunnel would carry requests past its method and path "
+            "rules",
+            "a tunnel would bypass the endpoint rules",
         )
 
         self._placeholder_is_per_role(read)
@@ -164,6 +145,42 @@ class EndpointChecks:
         self._denied_but_accepted_upstream("POST", "/purchase-orders", 201)
         other = other_case_id(self.case_id)
         self._denied_but_accepted_upstream("GET", f"/cases/{other}/suppliers", 200)
+
+    def _tunnel_refused(self, url: str, category: str, what: str, reason: str) -> None:
+        """The reader's CONNECT to ``url`` through its proxy: 403, and one audit record."""
+        run, proxies = self.run, self.layer.proxies
+        target = urlsplit(url)
+        request_id = self.layer.next_request_id("reader")
+        mark = proxies.mark("reader")
+        tunnel = self.layer.run_tool("reader", "alias-request", url, request_id)
+        events = proxies.since("reader", mark)
+        authority = f"{target.hostname}:{target.port}"
+        connect_status = tunnel.data.get("connect_status")
+        run.supplier_client.calls.record(
+            CallRecord(
+                request_id, "reader", "CONNECT", authority, target.hostname or "",
+                connect_status, False,
+            )
+        )  # fmt: skip
+        self.checks.expect_equal(
+            connect_status if tunnel.ok else tunnel.errno,
+            403,
+            f"reader: its proxy refuses a tunnel to {authority}, {what}: CONNECT answered 403",
+        )
+        denied = [
+            e
+            for e in events
+            if e.mode == "connect"
+            and e.target == target.hostname
+            and e.port == target.port
+            and e.decision == "deny"
+            and e.denial_category == category
+        ]
+        self.checks.require(
+            len(denied) == 1,
+            f"nono's audit records the refused tunnel to {authority}: deny, {reason}",
+            detail=f"records {[(e.mode, e.target, e.decision, e.denial_category) for e in events]}",
+        )
 
     def _placeholder_is_per_role(self, read: str) -> None:
         """The writer's proxy takes its own placeholder and refuses the reader's."""

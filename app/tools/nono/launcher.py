@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import secrets
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -21,32 +22,41 @@ from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
-from app.core.run_tree import INTERPRETER
-from app.tools.execution import SYSTEM_PATH, TOOL_TIMEOUT_SECONDS, parse_output, worker_command
+from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_PACKAGE
+from app.tools.execution import SYSTEM_PATH, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
+from app.tools.nono.held import HeldReading, read_while_held
 from app.tools.nono.policy import (
     COMMITTED_DIR,
     DIGEST_KEY_VARIABLE,
+    NO_OMISSIONS,
     NO_WIDENING,
+    SECCOMP_FILTER_FILE,
+    Omissions,
     ProfileValues,
     Widening,
+    committed_profile,
+    fill,
     generate_profile,
     to_json,
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyRoute, RoleProxies
+from app.tools.seccomp import LibseccompError, nono_baseline_filter
+from app.tools.worker.prologue import FILTER_OPTION
 from app.tools.worker.proxy import DIGEST_ITERATIONS
 
-# "seccomp" adds a static filter under Landlock: with network blocked, socket(AF_INET) itself
-# fails (EPERM), not only connect; with proxy-only network, UDP and raw sockets fail too.
-ENFORCEMENT_MODE: Final = "seccomp"
+# nono-py's own default, which a profile without an enforcement mode gets.
+DEFAULT_ENFORCEMENT_MODE: Final = "auto"
 
 REFUSALS = Refusals(
     hidden_file=Errno.EACCES,
     hidden_file_reason="no Landlock rule of its profile grants it",
     input_write=Errno.EACCES,
     input_write_reason="its profile grants its input for reading only",
+    output_create=Errno.EACCES,
+    output_create_reason="its profile grants each of its output files, not the directory",
 )
 
 
@@ -62,9 +72,11 @@ class NonoLayer(ConfinementLayer):
         widening: Widening = NO_WIDENING,
         *,
         committed_dir: Path = COMMITTED_DIR,
+        omit: Omissions = NO_OMISSIONS,
     ) -> None:
         super().__init__(run)
         self.widening = widening
+        self.omit = omit
         self.committed_dir = committed_dir
         self.values = ProfileValues(
             run_dir=str(run.paths.run),
@@ -80,6 +92,8 @@ class NonoLayer(ConfinementLayer):
         self.proxies = RoleProxies(self.values.key_file)
         self._request_ids = 0
         self._written = False
+        self._holds = 0
+        self._controls: list[dict[str, Any]] = []
 
     # --- profiles -----------------------------------------------------------------------------
 
@@ -87,14 +101,33 @@ class NonoLayer(ConfinementLayer):
         return self.run.paths.profiles / f"{role}.json"
 
     def _write_profiles(self) -> None:
-        """Writes each role's live profile where no role can write (see run_tree's layout)."""
+        """Writes each role's live profile where no role can write (see run_tree's layout),
+        and the baseline filter the profiles name, where every role may read it."""
         if self._written:
             return
+        self._stage_filter()
         for role in ROLES:
             path = self.profile_path(role)
-            path.write_text(to_json(generate_profile(role, self.values, self.widening)), "utf-8")
+            path.write_text(to_json(self._profile(role)), "utf-8")
             os.chmod(path, 0o644)
         self._written = True
+
+    def _profile(self, role: Role) -> dict[str, Any]:
+        """The committed profile (with this layer's widening and omissions) and run values."""
+        profile: dict[str, Any] = fill(
+            committed_profile(role, self.widening, self.omit), self.values
+        )
+        return profile
+
+    def shipped_profile(self, role: Role) -> dict[str, Any]:
+        return generate_profile(role, self.values)
+
+    def _stage_filter(self) -> None:
+        path = self.run.paths.code / SECCOMP_FILTER_FILE
+        if path.exists():
+            return
+        path.write_bytes(nono_baseline_filter().program)
+        os.chmod(path, 0o644)
 
     def live_profile(self, role: Role) -> dict[str, Any]:
         self._write_profiles()
@@ -110,16 +143,17 @@ class NonoLayer(ConfinementLayer):
 
     def _capabilities(self, role: Role, profile: dict[str, Any]) -> nono_py.CapabilitySet:
         caps = nono_py.CapabilitySet()
+        files = profile.get("filesystem", {})
         for mode, paths in (
-            (nono_py.AccessMode.READ, profile["filesystem"]["read"]),
-            (nono_py.AccessMode.READ_WRITE, profile["filesystem"]["allow"]),
+            (nono_py.AccessMode.READ, files.get("read", [])),
+            (nono_py.AccessMode.READ_WRITE, files.get("allow", [])),
         ):
             for path in paths:
                 if Path(path).is_dir():
                     caps.allow_path(path, mode)
                 else:
                     caps.allow_file(path, mode)
-        network = profile["network"]
+        network = profile.get("network", {})
         if network.get("block") is True:
             caps.block_network()
         elif "custom_credentials" in network:
@@ -140,36 +174,105 @@ class NonoLayer(ConfinementLayer):
 
     def _environment(self, role: Role, profile: dict[str, Any]) -> list[tuple[str, str]]:
         values = self._controller_values()
-        kept = [(name, values[name]) for name in profile["environment"]["allow_vars"]]
+        environment = profile.get("environment", {})
+        kept = [(name, values[name]) for name in environment.get("allow_vars", [])]
         return self.proxies.sandbox_env(role, kept)
 
     # --- running ------------------------------------------------------------------------------
 
     def run_tool(self, role: Role, action: str, *args: str) -> ToolResult:
-        profile = self.live_profile(role)
-        caps = self._capabilities(role, profile)
-        tool = self.run.tool
-        drop = tool.process_identity()
+        return self.run_confined(role, action, args)
+
+    def run_confined(
+        self,
+        role: Role,
+        action: str,
+        args: Sequence[str],
+        *,
+        baseline: bool = True,
+        enforcement_mode: str | None = None,
+        shipped: bool = False,
+        purpose: str = "",
+    ) -> ToolResult:
+        """Runs one action for one role; the keyword arguments make a control call: without
+        the baseline filter, under another enforcement mode, or under the shipped profile
+        rather than this run's. A control is recorded, with ``purpose``, for the evidence."""
+        profile = self.shipped_profile(role) if shipped else self.live_profile(role)
+        if not baseline or enforcement_mode is not None or shipped:
+            self._controls.append(
+                {
+                    "role": role,
+                    "purpose": purpose or action,
+                    "baseline": baseline,
+                    "enforcement_mode": enforcement_mode,
+                    "shipped": shipped,
+                }
+            )
+        command = self._command(profile, action, args, baseline)
+        stdout, stderr, code = self._execute(role, profile, command, enforcement_mode)
+        return self._seen(parse_output(stdout, stderr, code))
+
+    def _command(
+        self, profile: dict[str, Any], action: str, args: Sequence[str], baseline: bool
+    ) -> list[str]:
+        process = profile.get("process", {})
+        prologue: list[str] = []
+        if baseline and "seccomp_filter" in process:
+            # Installed by the worker itself, first of all: nono-py has no way to stack a
+            # filter of the caller's (see the worker's prologue).
+            prologue = [FILTER_OPTION, process["seccomp_filter"]]
+        return [INTERPRETER, "-m", WORKER_PACKAGE, *prologue, action, *args]
+
+    def _execute(
+        self,
+        role: Role,
+        profile: dict[str, Any],
+        command: list[str],
+        enforcement_mode: str | None,
+    ) -> tuple[bytes, bytes, int]:
+        process = profile.get("process", {})
+        drop = self.run.tool.process_identity()
         try:
+            caps = self._capabilities(role, profile)
             result = nono_py.sandboxed_exec(
                 caps,
-                worker_command(action, args),
+                command,
                 # The code directory is read-only for every role; `-m` puts the working
                 # directory first on sys.path, so a writable one would let a role plant a
                 # module for its next start.
                 cwd=str(self.run.paths.code),
                 timeout_secs=TOOL_TIMEOUT_SECONDS,
                 env=self._environment(role, profile),
-                inherit_env=bool(profile["environment"].get("inherit", False)),
-                enforcement_mode=ENFORCEMENT_MODE,
+                inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
+                enforcement_mode=enforcement_mode
+                or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
+                max_file_size_bytes=process.get("max_file_bytes"),
                 uid=drop.get("user"),
                 gid=drop.get("group"),
             )
         except (RuntimeError, ValueError, OSError) as error:
-            raise ToolRunError(f"nono could not start the {role} ({action}): {error}") from error
+            raise ToolRunError(f"nono could not start the {role} ({command}): {error}") from error
         finally:
             self.proxies.drain(role)
-        return self._seen(parse_output(result.stdout, result.stderr, result.exit_code))
+        return result.stdout, result.stderr, result.exit_code
+
+    def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading:
+        """The role's process as the host's /proc shows it, while it waits to be released."""
+        self._holds += 1
+        profile = self.live_profile(role)
+        inputs = self.run.paths.workspace(role).input
+        if not baseline:
+            self._controls.append({"role": role, "purpose": "held, without the baseline"})
+        return read_while_held(
+            inputs / f"release-{self._holds}.fifo",
+            pid_file=self.role_path(role, "out", CHECK_FILE),
+            start=lambda fifo, pid_file: self._execute(
+                role,
+                profile,
+                self._command(profile, "hold", [str(fifo), pid_file], baseline),
+                None,
+            ),
+        )
 
     def next_request_id(self, role: Role) -> str:
         """Carries the run id, so the supplier's own log can be matched to this run."""
@@ -204,7 +307,15 @@ class NonoLayer(ConfinementLayer):
     def preflight(self) -> None:
         self.prerequisites().require()
         try:
-            outcome = self.run_tool("evaluator", "env-names")
+            self._stage_filter()
+        except LibseccompError as error:
+            raise LayerUnavailable(str(error), "apt-get install libseccomp2") from error
+        # The machine's part only: one tool process under the shipped evaluator profile.
+        # What this run's own profiles do is for the checks to show, each on its own line.
+        try:
+            outcome = self.run_confined(
+                "evaluator", "env-names", [], shipped=True, purpose="preflight"
+            )
         except ToolKilled:
             raise  # killed from outside: the run stops (exit 1); nono did start it
         except ToolRunError as error:
@@ -214,9 +325,14 @@ class NonoLayer(ConfinementLayer):
 
     def evidence(self) -> dict[str, Any]:
         return {
-            "enforcement_mode": ENFORCEMENT_MODE,
             "interpreter": INTERPRETER,
             "profiles": {role: self.live_profile(role) for role in ROLES},
+            "omitted": sorted(f"{role}: {element}" for role, element in self.omit),
+            "control_calls": self._controls,
+            "seccomp_baseline": {
+                "rules": [rule.as_json() for rule in nono_baseline_filter().rules],
+                "bpf_bytes": len(nono_baseline_filter().program),
+            },
             "audit": self.proxies.audit_json(),
             "largest_tool_peak_kib": self.tool_peak_kib,
         }

@@ -15,6 +15,8 @@ from typing import Any
 
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Role
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES
+from app.tools.nono.elements import without
 
 PROFILE_VERSION = "1.0.0"
 COMMITTED_DIR = POLICIES_DIR / "nono"
@@ -34,6 +36,14 @@ CREDENTIAL_ENV_VAR = "SUPPLIER_API_KEY"
 CREDENTIAL_HEADER = "X-Api-Key"
 
 PURCHASE_ORDER = ("POST", "/purchase-orders")
+
+# "seccomp" adds nono's static filter under Landlock: with network blocked, socket(AF_INET)
+# itself fails (EPERM), not only connect; with proxy-only network, UDP, raw and every non-IP
+# socket fail too. Landlock alone filters TCP only.
+ENFORCEMENT_MODE = "seccomp"
+# The baseline filter each role installs itself before it reads its arguments, staged by the
+# controller in the read-only code directory (see the worker's prologue).
+SECCOMP_FILTER_FILE = "nono-baseline.bpf"
 
 
 @dataclass(frozen=True)
@@ -87,6 +97,12 @@ def endpoint_rules(role: Role, case_id: str) -> list[tuple[str, str]]:
     return rules
 
 
+def intended_variables(role: Role) -> list[str]:
+    """The variables a role keeps: the base set, and for an online role the digest key."""
+    online = bool(endpoint_rules(role, PLACEHOLDERS["case_id"]))
+    return [*BASE_VARIABLES, *([DIGEST_KEY_VARIABLE] if online else [])]
+
+
 def generate_profile(
     role: Role, values: ProfileValues, widening: Widening = NO_WIDENING
 ) -> dict[str, Any]:
@@ -94,23 +110,23 @@ def generate_profile(
     and either no network or one host through a credential-holding proxy."""
     workspace = f"{values.run_dir}/{role}"
     read = [*SYSTEM_READ, values.code_dir, f"{workspace}/in"]
+    # Each output file alone, not the directory: the role can create no file of its own.
+    write = [f"{workspace}/out/{name}" for name in OUTPUT_FILES[role]]
     if widening.reader_reads_key_file and role == "reader":
         read.append(values.key_file)
     rules = endpoint_rules(role, values.case_id)
     if widening.writer_purchase_orders and role == "writer":
         rules.append(PURCHASE_ORDER)
 
-    variables = list(BASE_VARIABLES)
-    if rules:
-        variables.append(DIGEST_KEY_VARIABLE)
-    environment: dict[str, Any] = {"allow_vars": variables}
+    environment: dict[str, Any] = {"allow_vars": intended_variables(role)}
     if widening.inherit_environment:
         environment["inherit"] = True
 
     network: dict[str, Any]
     if rules:
+        # No CONNECT host is listed: a role reaches the supplier through the reverse route
+        # alone, and nono refuses a tunnel to a host with a credential route anyway.
         network = {
-            "allow_domain": [values.supplier_host],
             "custom_credentials": {
                 CREDENTIAL_NAME: {
                     "upstream": f"https://{values.supplier_host}",
@@ -133,17 +149,38 @@ def generate_profile(
 
     return {
         "meta": {"name": f"analyst-{role}", "version": PROFILE_VERSION},
-        "workdir": {"access": "none"},
-        "filesystem": {"read": read, "allow": [f"{workspace}/out"]},
+        "filesystem": {"read": read, "allow": write},
         "environment": environment,
         "network": network,
+        "process": {
+            "enforcement_mode": ENFORCEMENT_MODE,
+            "seccomp_filter": f"{values.code_dir}/{SECCOMP_FILTER_FILE}",
+            "max_file_bytes": MAX_OUTPUT_FILE_BYTES,
+        },
     }
 
 
-def committed_profiles(widening: Widening = NO_WIDENING) -> dict[Role, dict[str, Any]]:
-    """The profiles as committed: every run- and machine-specific value is a placeholder."""
-    values = ProfileValues.placeholders()
-    return {role: generate_profile(role, values, widening) for role in ROLES}
+# Profile elements left out on purpose, by role and name (see elements.py): the removal test
+# leaves out one at a time to show a named check then fails. Never shipped.
+Omissions = frozenset[tuple[Role, str]]
+NO_OMISSIONS: Omissions = frozenset()
+
+
+def committed_profile(
+    role: Role, widening: Widening = NO_WIDENING, omit: Omissions = NO_OMISSIONS
+) -> dict[str, Any]:
+    """The role's profile as committed: every run- and machine-specific value a placeholder."""
+    profile = generate_profile(role, ProfileValues.placeholders(), widening)
+    for omitted_role, element in sorted(omit):
+        if omitted_role == role:
+            profile = without(profile, element)
+    return profile
+
+
+def committed_profiles(
+    widening: Widening = NO_WIDENING, omit: Omissions = NO_OMISSIONS
+) -> dict[Role, dict[str, Any]]:
+    return {role: committed_profile(role, widening, omit) for role in ROLES}
 
 
 def fill(profile: Any, values: ProfileValues) -> Any:

@@ -95,28 +95,35 @@ class ProxyRoute:
     credential_format: str
     tls_ca: str
     rules: tuple[tuple[str, str], ...]
-    allowed_hosts: tuple[str, ...]
 
     @classmethod
     def from_profile(cls, role: Role, network: dict[str, Any]) -> ProxyRoute:
-        ((prefix, credential),) = network["custom_credentials"].items()
-        policy = credential["endpoint_policy"]
-        rules = tuple((rule["method"], rule["path"]) for rule in policy["allow"])
+        """The route a profile asks for; a profile that lacks a part of it is refused, since
+        nono would fill the gap with a default of its own."""
+        try:
+            ((prefix, credential),) = network["custom_credentials"].items()
+            policy = credential["endpoint_policy"]
+            rules = tuple((rule["method"], rule["path"]) for rule in policy["allow"])
+            default = policy["default"]["decision"]
+            route = cls(
+                prefix=prefix,
+                upstream=credential["upstream"],
+                credential_key=credential["credential_key"],
+                env_var=credential["env_var"],
+                inject_header=credential["inject_header"],
+                credential_format=credential["credential_format"],
+                tls_ca=credential["tls_ca"],
+                rules=rules,
+            )
+        except (KeyError, ValueError) as missing:
+            raise ToolRunError(
+                f"the {role} profile's credential route is incomplete: {missing}"
+            ) from None
         # nono's endpoint rules are an allow list with an implicit deny; a profile asking for
         # anything else, or for an empty list, cannot be expressed and is refused here.
-        if policy["default"] != {"decision": "deny"} or not rules:
+        if default != "deny" or not rules:
             raise ToolRunError(f"the {role} profile's endpoint policy must default to deny")
-        return cls(
-            prefix=prefix,
-            upstream=credential["upstream"],
-            credential_key=credential["credential_key"],
-            env_var=credential["env_var"],
-            inject_header=credential["inject_header"],
-            credential_format=credential["credential_format"],
-            tls_ca=credential["tls_ca"],
-            rules=rules,
-            allowed_hosts=tuple(network["allow_domain"]),
-        )
+        return route
 
 
 class RoleProxies:
@@ -142,7 +149,8 @@ class RoleProxies:
             tls_ca=route.tls_ca,
         )
         handle = nono_py.start_proxy(
-            nono_py.ProxyConfig(allowed_hosts=list(route.allowed_hosts), routes=[config])
+            # No host for CONNECT tunnels: the role's one way out is the reverse route above.
+            nono_py.ProxyConfig(allowed_hosts=[], routes=[config])
         )
         problems = handle.diagnostics()
         if problems:

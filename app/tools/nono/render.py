@@ -4,24 +4,57 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from app.tools.committed import drifted_files, render_main, write_files
-from app.tools.nono.policy import COMMITTED_DIR, Widening, committed_profiles, to_json
+from app.tools.nono.accounting import ACCOUNT
+from app.tools.nono.elements import elements
+from app.tools.nono.policy import (
+    COMMITTED_DIR,
+    NO_OMISSIONS,
+    Omissions,
+    Widening,
+    committed_profiles,
+    to_json,
+)
+from app.tools.seccomp import NONO_BASELINE, render_groups
 
 
-def rendered(widening: Widening | None = None) -> dict[str, str]:
+def rendered(widening: Widening | None = None, omit: Omissions = NO_OMISSIONS) -> dict[str, str]:
     """File name → the exact text the generator produces for it."""
-    profiles = committed_profiles(widening or Widening())
-    return {f"{role}.json": to_json(profile) for role, profile in profiles.items()}
+    profiles = committed_profiles(widening or Widening(), omit)
+    files = {f"{role}.json": to_json(profile) for role, profile in profiles.items()}
+    files["elements.json"] = to_json(accounted_elements())
+    files["seccomp-baseline.json"] = to_json(render_groups(NONO_BASELINE))
+    return files
 
 
-def write(directory: Path, widening: Widening | None = None) -> list[Path]:
-    return write_files(directory, rendered(widening))
+def accounted_elements() -> dict[str, Any]:
+    """Each shipped profile's elements in order, each with how it is accounted for."""
+    return {
+        "about": "every element of each role's profile: the check that fails without it, or "
+        "why it is redundant (app/tools/nono/accounting.py)",
+        "roles": {
+            role: [
+                {"element": element, **ACCOUNT[role][element].as_json()}
+                for element in elements(profile)
+            ]
+            for role, profile in committed_profiles().items()
+        },
+    }
 
 
-def drifted(directory: Path, widening: Widening | None = None) -> list[Path]:
+def write(
+    directory: Path, widening: Widening | None = None, omit: Omissions = NO_OMISSIONS
+) -> list[Path]:
+    return write_files(directory, rendered(widening, omit))
+
+
+def drifted(
+    directory: Path, widening: Widening | None = None, omit: Omissions = NO_OMISSIONS
+) -> list[Path]:
     """The committed files that are missing or differ from what the generator renders."""
-    return drifted_files(directory, rendered(widening))
+    return drifted_files(directory, rendered(widening, omit))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from app.core.results import ToolResult
 from app.core.roles import Role
 from app.tools.layer import ToolRunner
-from app.tools.nono.policy import ProfileValues, Widening
+from app.tools.nono.held import HeldReading
+from app.tools.nono.policy import Omissions, ProfileValues, Widening
 from app.tools.nono.proxy import RoleProxies
 
 
@@ -24,11 +27,28 @@ class NonoRunner(ToolRunner, Protocol):
     def widening(self) -> Widening: ...
 
     @property
+    def omit(self) -> Omissions: ...
+
+    @property
     def committed_dir(self) -> Path: ...
 
     def profile_path(self, role: Role) -> Path: ...
 
     def live_profile(self, role: Role) -> dict[str, Any]: ...
+
+    def run_confined(
+        self,
+        role: Role,
+        action: str,
+        args: Sequence[str],
+        *,
+        baseline: bool = True,
+        enforcement_mode: str | None = None,
+        shipped: bool = False,
+        purpose: str = "",
+    ) -> ToolResult: ...
+
+    def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading: ...
 
     def next_request_id(self, role: Role) -> str: ...
 

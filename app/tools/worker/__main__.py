@@ -1,10 +1,11 @@
-"""Entry point: `python3 -m analyst_worker <action> [args...]`: one action, one result line."""
+"""Entry point: `python3 -m analyst_worker [prologue options] <action> [args...]`: one action,
+one result line."""
 
 from __future__ import annotations
 
 import sys
 
-from . import business, files, network, proxy, system
+from . import business, files, network, probes, prologue, proxy, system
 from .protocol import Action, emit
 
 ACTIONS: dict[str, Action] = {
@@ -13,15 +14,19 @@ ACTIONS: dict[str, Action] = {
     **network.ACTIONS,
     **system.ACTIONS,
     **proxy.ACTIONS,
+    **probes.ACTIONS,
 }
 
 
 def main(argv: list[str]) -> int:
+    # First of all, before the action or any of its arguments is looked at.
+    argv, applied = prologue.apply(argv)
     if not argv or argv[0] not in ACTIONS:
         print(f"usage: analyst_worker {{{','.join(sorted(ACTIONS))}}} [args...]", file=sys.stderr)
         return 2
     action, args = argv[0], argv[1:]
-    emit(action, ACTIONS[action](args))
+    result = ACTIONS[action](args)
+    emit(action, {**result, "prologue": applied} if applied else result)
     return 0
 
 

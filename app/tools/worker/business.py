@@ -15,8 +15,10 @@ from typing import Any
 from .protocol import Result, ok
 
 
-def _write_new(path: Path, data: bytes) -> str:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+def _write_output(path: Path, data: bytes) -> str:
+    """Writes one of the role's output files, which the controller created before it started:
+    a role creates no file of its own."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         os.write(fd, data)
     finally:
@@ -76,7 +78,7 @@ def evaluate(args: list[str]) -> Result:
     winner = eligible[0]["id"] if eligible else None
     comparison = {"case_id": facts["case_id"], "winner": winner, "suppliers": rows}
     data = (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    digest = _write_new(Path(out_path), data)
+    digest = _write_output(Path(out_path), data)
     return ok(comparison=comparison, sha256=digest)
 
 
@@ -91,8 +93,8 @@ def write_draft(args: list[str]) -> Result:
         f"award to {comparison['winner']}.\n"
     ).encode()
     return ok(
-        comparison_sha256=_write_new(out_dir / "comparison.json", comparison_bytes),
-        draft_sha256=_write_new(out_dir / "draft.txt", draft),
+        comparison_sha256=_write_output(out_dir / "comparison.json", comparison_bytes),
+        draft_sha256=_write_output(out_dir / "draft.txt", draft),
         winner=comparison["winner"],
     )
 

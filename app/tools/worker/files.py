@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from .protocol import Result, ok, refused
+from .protocol import Result, errno_name, ok, refused
 
 
 def open_read(args: list[str]) -> Result:
@@ -37,18 +37,56 @@ def open_write(args: list[str]) -> Result:
     return ok(path=path)
 
 
-def create_file(args: list[str]) -> Result:
-    """Creates a new file with the given text; reports the errno of the create."""
+def write_file(args: list[str]) -> Result:
+    """Replaces the content of an existing file (a role's outputs exist before it starts);
+    reports the errno of the open, or the digest written and the owner the process sees."""
     path, text = args
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
     except OSError as error:
         return refused(error, path=path)
     try:
         os.write(fd, text.encode("utf-8"))
+        st = os.fstat(fd)
     finally:
         os.close(fd)
-    return ok(path=path, sha256=hashlib.sha256(text.encode("utf-8")).hexdigest())
+    return ok(
+        path=path,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        owner=[st.st_uid, st.st_gid],
+    )
 
 
-ACTIONS = {"open-read": open_read, "open-write": open_write, "create-file": create_file}
+def _attempt(operation: str, path: str) -> str:
+    """One open, by kind: "read" an existing file, "write" one without changing it, "create"
+    a new one (removed again at once). Returns "ok" or the errno's name."""
+    flags = {
+        "read": os.O_RDONLY,
+        "write": os.O_WRONLY | os.O_APPEND,
+        "create": os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+    }[operation]
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        return errno_name(error.errno or 0)
+    os.close(fd)
+    if operation == "create":
+        os.unlink(path)
+    return "ok"
+
+
+def access(args: list[str]) -> Result:
+    """``OPERATION:PATH ...``: each open in turn; reports the answers in the same order."""
+    answers = []
+    for arg in args:
+        operation, _, path = arg.partition(":")
+        answers.append(_attempt(operation, path))
+    return ok(answers=answers)
+
+
+ACTIONS = {
+    "open-read": open_read,
+    "open-write": open_write,
+    "write-file": write_file,
+    "access": access,
+}

@@ -41,7 +41,16 @@ def ok(**fields: Any) -> Result:
     return {"ok": True, "errno": None, **fields}
 
 
+def errno_name(number: int) -> str:
+    """The errno's name as the kernel's errno.h spells the value it returned.
+
+    Python names 95 ENOTSUP (an alias on Linux); the kernel returns it as EOPNOTSUPP.
+    """
+    if number == errno.EOPNOTSUPP:
+        return "EOPNOTSUPP"
+    return errno.errorcode.get(number, str(number))
+
+
 def refused(error: OSError, **fields: Any) -> Result:
     """The operation was attempted and the kernel said no; the errno is the whole answer."""
-    name = errno.errorcode.get(error.errno or 0, str(error.errno))
-    return {"ok": False, "errno": name, **fields}
+    return {"ok": False, "errno": errno_name(error.errno or 0), **fields}

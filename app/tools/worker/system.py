@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from .protocol import Action, Result, ok, refused
+from .protocol import Action, Result, errno_name, ok, refused
 
 STATUS_FIELDS = (
     "Uid",
@@ -22,22 +22,24 @@ STATUS_FIELDS = (
 NAMESPACES = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
 
 _CLONE_NEWUSER = 0x10000000
+_PR_GET_PDEATHSIG = 2
 # A zeroed scratch buffer for the syscall probe's one pointer argument: large enough for any
 # struct the probed calls fill (uname's is 390 bytes), so an allowed call succeeds harmlessly.
 _SCRATCH_BYTES = 4096
 
 
-def read_status() -> dict[str, str]:
-    """The STATUS_FIELDS of /proc/self/status, whitespace normalised."""
+def read_status(path: str = "/proc/self/status") -> dict[str, str]:
+    """The STATUS_FIELDS of a process's status file (this process's by default), whitespace
+    normalised."""
     fields = {}
-    with open("/proc/self/status", encoding="ascii") as status:
+    with open(path, encoding="ascii") as status:
         for line in status:
             name, _, value = line.partition(":")
             if name in STATUS_FIELDS:
                 fields[name] = " ".join(value.split())
     missing = set(STATUS_FIELDS) - set(fields)
     if missing:
-        raise RuntimeError(f"/proc/self/status lacks {sorted(missing)}")
+        raise RuntimeError(f"{path} lacks {sorted(missing)}")
     return fields
 
 
@@ -77,7 +79,8 @@ def _hostname() -> str:
 
 def proc_status(args: list[str]) -> Result:
     """Reports this process's ids, id maps, capability sets, seccomp state, namespaces,
-    hostname, mount points and environment variable names (never values)."""
+    hostname, mount points and environment variable names (never values), its working
+    directory, session, scratch space, parent-death signal, and whether its root is writable."""
     if args:
         raise ValueError("proc-status takes no arguments")
     return ok(
@@ -90,7 +93,94 @@ def proc_status(args: list[str]) -> Result:
         hostname=_hostname(),
         mounts=_mount_points(),
         environment=sorted(os.environ),
+        cwd=os.getcwd(),
+        pid=os.getpid(),
+        sid=os.getsid(0),
+        scratch=_scratch(os.environ.get("HOME", "")),
+        pdeathsig=_parent_death_signal(),
+        root_create=_root_create(),
     )
+
+
+def _root_create() -> str:
+    """Whether a file can be created at the root of this process's filesystem: "ok" (it is
+    removed again at once) or the errno's name."""
+    path = "/.analyst-root-probe"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as error:
+        return errno_name(error.errno or 0)
+    os.close(fd)
+    os.unlink(path)
+    return "ok"
+
+
+def _parent_death_signal() -> int:
+    """The signal this process gets when its parent dies (PR_GET_PDEATHSIG); 0 for none."""
+    libc = _libc()
+    value = ctypes.c_int(0)
+    if libc.prctl(_PR_GET_PDEATHSIG, ctypes.byref(value), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "PR_GET_PDEATHSIG")
+    return value.value
+
+
+def _scratch(path: str) -> dict[str, int] | None:
+    """The capacity, mode and owner of the process's scratch directory, if it has one."""
+    if not path or not os.path.isdir(path):
+        return None
+    fs, st = os.statvfs(path), os.stat(path)
+    return {"bytes": fs.f_blocks * fs.f_frsize, "mode": st.st_mode & 0o7777, "uid": st.st_uid}
+
+
+def fill_scratch(args: list[str]) -> Result:
+    """``DIRECTORY BYTES PER_FILE``: writes BYTES bytes into DIRECTORY, in files of at most
+    PER_FILE bytes (no one file may outgrow the worker's file size limit); reports how far it
+    got and the errno that stopped it. Every file is removed again either way."""
+    directory, size, per_file = args[0], int(args[1]), int(args[2])
+    block = b"\0" * 65536
+    written, paths = 0, list[str]()
+    try:
+        while written < size:
+            path = os.path.join(directory, f"fill-{len(paths)}")
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+            paths.append(path)
+            try:
+                in_file = 0
+                while in_file < per_file and written < size:
+                    count = os.write(fd, block[: min(per_file - in_file, size - written)])
+                    in_file += count
+                    written += count
+            finally:
+                os.close(fd)
+    except OSError as error:
+        return refused(error, written=written)
+    finally:
+        for path in paths:
+            os.unlink(path)
+    return ok(written=written)
+
+
+def hold(args: list[str]) -> Result:
+    """``RELEASE_FIFO [PID_FILE]``: waits until the controller releases it.
+
+    Writes its pid to PID_FILE (one of its own outputs) if given, then opens the FIFO for
+    reading, which blocks until the controller opens it for writing, and reads until the
+    controller closes it. Meanwhile the controller can look at this process from outside.
+    """
+    fifo = args[0]
+    if len(args) > 1:
+        fd = os.open(args[1], os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            os.write(fd, f"{os.getpid()}\n".encode("ascii"))
+        finally:
+            os.close(fd)
+    fd = os.open(fifo, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        while os.read(fd, 4096):
+            pass
+    finally:
+        os.close(fd)
+    return ok(pid=os.getpid(), sid=os.getsid(0))
 
 
 def _libc() -> ctypes.CDLL:
@@ -134,6 +224,8 @@ def syscall(args: list[str]) -> Result:
 
 ACTIONS: dict[str, Action] = {
     "proc-status": proc_status,
+    "fill-scratch": fill_scratch,
+    "hold": hold,
     "unshare-user": unshare_user,
     "syscall": syscall,
 }

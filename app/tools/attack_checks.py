@@ -1,0 +1,200 @@
+"""The "attacks" section of a run: every path out of a tool process, tried by each role under
+its own policy and once by an unconfined process at the same uid (the control).
+
+The controller sets up what an attacker would aim at: listeners on its loopback (IPv4 and,
+where the host has it, IPv6), a unix socket by path and one in the abstract namespace, and a
+process at the tool's uid outside any sandbox. Each attack's control line states what the
+unconfined process got; its check line, what each role got, which must be the layer's errno.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.core.results import as_mapping
+from app.core.roles import ROLES, Role
+from app.core.run import Run
+from app.core.run_tree import CHECK_FILE, INTERPRETER, MAX_OUTPUT_FILE_BYTES
+from app.tools.attacks import (
+    ATTACKS,
+    CONTROL_ANSWERS,
+    HOST_FILE,
+    OK,
+    SYSCALL_PROBES,
+    UDP4_TARGET,
+    UDP6_TARGET,
+    Attack,
+    LayerAnswers,
+    describe,
+)
+from app.tools.controls import host_control
+from app.tools.execution import SYSTEM_PATH
+from app.tools.layer import ToolRunner
+from app.tools.seccomp import resolve_syscall
+
+NEW_OUTPUT = "attack.txt"
+
+
+@dataclass(frozen=True)
+class Targets:
+    """What the attacks aim at, set up by the controller for the section's duration."""
+
+    tcp4_port: int
+    tcp6_port: int | None  # None where the host has no IPv6 loopback
+    unix_path: str
+    unix_abstract: str
+    victim_pid: int
+
+
+def _listener(family: int, address: str, stack: ExitStack) -> int | None:
+    try:
+        sock = stack.enter_context(socket.socket(family, socket.SOCK_STREAM))
+        sock.bind((address, 0))
+    except OSError:
+        return None
+    sock.listen(16)
+    return int(sock.getsockname()[1])
+
+
+@contextmanager
+def targets(run: Run) -> Iterator[Targets]:
+    with ExitStack() as stack:
+        tcp4 = _listener(socket.AF_INET, "127.0.0.1", stack)
+        if tcp4 is None:
+            raise OSError("cannot listen on 127.0.0.1")
+        tcp6 = _listener(socket.AF_INET6, "::1", stack)
+        directory = run.paths.top / "attacks"
+        directory.mkdir(mode=0o755)
+        os.chmod(directory, 0o755)
+        stack.callback(_remove_tree, directory)
+        path = directory / "controller.sock"
+        unix = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        unix.bind(str(path))
+        os.chmod(path, 0o666)  # connecting needs write permission on the socket file
+        unix.listen(16)
+        abstract_name = f"analyst-{run.run_id}"
+        abstract = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
+        abstract.bind("\0" + abstract_name)
+        abstract.listen(16)
+        victim = subprocess.Popen(
+            [INTERPRETER, "-c", "import sys; sys.stdin.buffer.read()"],
+            stdin=subprocess.PIPE,
+            env={"PATH": SYSTEM_PATH, "ANALYST_VICTIM": "a process outside any sandbox"},
+            cwd="/",
+            **run.tool.process_identity(),
+        )
+        stack.callback(_end, victim)
+        yield Targets(tcp4, tcp6, str(path), abstract_name, victim.pid)
+
+
+def _end(process: subprocess.Popen[bytes]) -> None:
+    assert process.stdin is not None
+    process.stdin.close()
+    process.wait()
+
+
+def _remove_tree(directory: Path) -> None:
+    for entry in directory.iterdir():
+        entry.unlink()
+    directory.rmdir()
+
+
+def attack_parameters(run: Run, aim: Targets, out_dir: str, who: str) -> str:
+    """The worker's ``attack-surface`` argument for one process: ``out_dir`` is its output
+    directory as it names it, ``who`` a name for the files it may leave in /dev/shm."""
+    return json.dumps(
+        {
+            "syscalls": {name: resolve_syscall(name) for name in SYSCALL_PROBES},
+            "host_file": HOST_FILE,
+            "tcp4_port": aim.tcp4_port,
+            "tcp6_port": aim.tcp6_port,
+            "udp4": UDP4_TARGET,
+            "udp6": UDP6_TARGET,
+            "unix_path": aim.unix_path,
+            "unix_abstract": aim.unix_abstract,
+            "victim_pid": aim.victim_pid,
+            "shm_file": f"/dev/shm/analyst-{run.run_id}-{who}",
+            "output_new": f"{out_dir}/{NEW_OUTPUT}",
+            "output_file": f"{out_dir}/{CHECK_FILE}",
+            "file_limit": MAX_OUTPUT_FILE_BYTES,
+        },
+        sort_keys=True,
+    )
+
+
+class AttackChecks:
+    """Tries every attack as each role and as the control; one line each per attack."""
+
+    def __init__(self, run: Run, layer: ToolRunner, answers: LayerAnswers) -> None:
+        self.run = run
+        self.layer = layer
+        self.answers = answers
+        self.checks = run.checks
+        self.readings: dict[str, Any] = {}
+
+    def check(self) -> None:
+        self.checks.begin("attacks")
+        with targets(self.run) as aim:
+            control_dir = str(self.run.paths.workspace("reader").output)
+            control = as_mapping(
+                self.layer.run_unconfined(
+                    "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
+                ).data["answers"]
+            )
+            seen: dict[Role, dict[str, str]] = {}
+            for role in ROLES:
+                out_dir = self.layer.role_path(role, "out", "")
+                result = self.layer.run_tool(
+                    role, "attack-surface", attack_parameters(self.run, aim, out_dir, role)
+                )
+                seen[role] = dict(as_mapping(result.data["answers"]))
+        self.readings = {"control": dict(control), "roles": seen}
+        for attack in ATTACKS:
+            self._control_line(attack, control)
+            self._attack_line(attack, seen)
+
+    def _control_line(self, attack: Attack, control: Any) -> None:
+        tried = [probe for probe in attack.probes if probe in control]
+        got = ", ".join(f"{probe} {_said(control[probe])}" for probe in tried)
+        claim = f"control: unconfined at the tool's uid {self.run.tool.uid}: {got}"
+        host_control(
+            self.checks,
+            claim,
+            {p: control[p] for p in tried},
+            {p: CONTROL_ANSWERS[p] for p in tried},
+        )
+        for probe in attack.probes:
+            if probe not in control:
+                self.checks.skip(
+                    f"no role can {attack.claim} ({probe})",
+                    "the controller has no IPv6 loopback to listen on here",
+                )
+
+    def _attack_line(self, attack: Attack, seen: dict[Role, dict[str, str]]) -> None:
+        probes = [probe for probe in attack.probes if all(probe in seen[r] for r in ROLES)]
+        expected = {r: {p: self.answers.expected(p, r) for p in probes} for r in ROLES}
+        observed = {r: {p: seen[r][p] for p in probes} for r in ROLES}
+        described = "; ".join(f"{p} {describe(self.answers.errnos[p])}" for p in probes)
+        wrong = [
+            f"{r} {p} {observed[r][p]}"
+            for r in ROLES
+            for p in probes
+            if observed[r][p] != expected[r][p]
+        ]
+        self.checks.require(
+            not wrong,
+            f"no role can {attack.claim}: {described} ({self.answers.why[attack.key]})",
+            detail=f"observed {', '.join(wrong)}",
+        )
+
+
+def _said(answer: str) -> str:
+    return "succeeds" if answer == OK else answer

@@ -1,0 +1,188 @@
+"""The attacker's view of a tool process: every path out of it that the run tries, what an
+unconfined process at the same uid gets (the control), and how a layer states its answers.
+
+Each path is tried by the worker's ``attack-surface`` action (one process, every probe in a
+fixed order); each layer says, per probe, the exact errno it answers with (see each layer's
+``attack_answers``). The README's table of attacks is this data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.core.results import Errno
+from app.core.roles import ROLES, Role
+from app.tools.seccomp import resolve_syscall
+
+HOST_FILE = "/etc/passwd"
+# Addresses the controller's kernel routes. A UDP connect() only picks a route: nothing is sent.
+UDP4_TARGET = "192.0.2.1"  # TEST-NET-1
+UDP6_TARGET = "2001:db8::1"  # the IPv6 documentation prefix
+OK = "ok"
+
+
+@dataclass(frozen=True)
+class Attack:
+    """One path out, tried with one or more probes."""
+
+    key: str
+    claim: str  # completes "no role can ..."
+    probes: tuple[str, ...]
+
+
+ATTACKS: tuple[Attack, ...] = (
+    Attack("files", f"read a host file outside its grants ({HOST_FILE})", ("host-file",)),
+    Attack(
+        "tcp",
+        "connect over TCP to a listener on the controller's loopback, IPv4 or IPv6",
+        ("tcp4", "tcp6"),
+    ),
+    Attack(
+        "udp",
+        f"route UDP off the host, to {UDP4_TARGET} or {UDP6_TARGET} (a connect(), which sends "
+        "nothing)",
+        ("udp4", "udp6"),
+    ),
+    Attack("raw", "open a raw IPv4, raw IPv6 or packet socket", ("raw4", "raw6", "packet")),
+    Attack(
+        "netlink",
+        "open a netlink socket, the kernel's network configuration interface",
+        ("netlink",),
+    ),
+    Attack(
+        "unix",
+        "connect to a unix socket the controller listens on, by path or in the abstract namespace",
+        ("unix-path", "unix-abstract"),
+    ),
+    Attack("signal", "signal a process that runs outside it at the same uid", ("signal",)),
+    Attack("environ", "read that process's environment", ("environ",)),
+    Attack("terminal", "push input into a terminal (ioctl TIOCSTI)", ("tiocsti",)),
+    Attack(
+        "processes",
+        "start a process or a thread: fork, clone (here with CLONE_NEWUSER), clone3",
+        ("fork", "clone", "clone3"),
+    ),
+    Attack(
+        "namespaces",
+        "make or join a namespace, or mount: unshare(CLONE_NEWUSER), setns, mount",
+        ("unshare-user", "setns", "mount"),
+    ),
+    Attack("ptrace", "trace a process: ptrace", ("ptrace",)),
+    Attack("keyring", "use the kernel keyring: keyctl, add_key", ("keyctl", "add_key")),
+    Attack("bpf", "load or inspect eBPF: bpf", ("bpf",)),
+    Attack("userfaultfd", "open a userfaultfd", ("userfaultfd",)),
+    Attack("io_uring", "set up an io_uring", ("io_uring_setup",)),
+    Attack("perf", "open a perf event", ("perf_event_open",)),
+    Attack(
+        "memory",
+        "keep memory past its own exit: System V shared memory, a POSIX message queue, a file "
+        "in /dev/shm",
+        ("shmget", "mq_open", "shm-file"),
+    ),
+    Attack(
+        "disk",
+        "fill the disk through its output: create a file there, or write one of its files "
+        "past 1 MiB",
+        ("output-create", "output-past-limit"),
+    ),
+)
+PROBES: tuple[str, ...] = tuple(probe for attack in ATTACKS for probe in attack.probes)
+# The raw syscalls among the probes, which the controller numbers for the worker.
+SYSCALL_PROBES: tuple[str, ...] = (
+    "clone",
+    "clone3",
+    "setns",
+    "mount",
+    "ptrace",
+    "keyctl",
+    "add_key",
+    "bpf",
+    "userfaultfd",
+    "io_uring_setup",
+    "perf_event_open",
+    "shmget",
+    "mq_open",
+)
+
+# What an unconfined process at the tool's uid gets: each call completes, or the kernel
+# refuses it for a reason of its own (see the worker's probes). Raw and packet sockets need
+# CAP_NET_RAW, which the uid does not hold, so no control can open them.
+CONTROL_ANSWERS: dict[str, str] = {
+    "host-file": OK,
+    "tcp4": OK,
+    "tcp6": OK,
+    "udp4": OK,
+    "udp6": OK,
+    "raw4": "EPERM",
+    "raw6": "EPERM",
+    "packet": "EPERM",
+    "netlink": OK,
+    "unix-path": OK,
+    "unix-abstract": OK,
+    "signal": OK,
+    "environ": OK,
+    "tiocsti": "ENOTTY",
+    "fork": OK,
+    "clone": "EINVAL",
+    "clone3": "EINVAL",
+    "unshare-user": OK,
+    "setns": "EBADF",
+    "mount": "EFAULT",
+    "ptrace": "ESRCH",
+    "keyctl": "EOPNOTSUPP",
+    "add_key": "EFAULT",
+    "bpf": "EINVAL",
+    "userfaultfd": OK,
+    "io_uring_setup": "EFAULT",
+    "perf_event_open": "EFAULT",
+    "shmget": OK,
+    "mq_open": "EFAULT",
+    "shm-file": OK,
+    "output-create": OK,
+    "output-past-limit": OK,
+}
+
+# Syscalls the baseline refuses that the filter checks of both layers sample, with what the
+# kernel answers the worker's harmless call when no filter does (see the worker's RAW_CALLS).
+FILTER_SAMPLES: dict[str, Errno] = {
+    "ptrace": Errno.ESRCH,
+    "bpf": Errno.EINVAL,
+    "keyctl": Errno.EOPNOTSUPP,
+    "io_uring_setup": Errno.EFAULT,
+}
+
+
+def kernel_call_args(names: tuple[str, ...] | list[str]) -> list[str]:
+    """The worker's ``kernel-calls`` arguments: each name with libseccomp's number for it."""
+    return [f"{name}={resolve_syscall(name)}" for name in names]
+
+
+# A layer's answer to one probe: the same errno for every role, or one per role.
+Answer = Errno | Mapping[Role, Errno]
+
+
+@dataclass(frozen=True)
+class LayerAnswers:
+    """What one layer answers to each attack: the errno per probe, and why, in a few words."""
+
+    why: Mapping[str, str]  # attack key -> reason
+    errnos: Mapping[str, Answer]  # probe -> answer
+
+    def expected(self, probe: str, role: Role) -> str:
+        answer = self.errnos[probe]
+        return (answer if isinstance(answer, Errno) else answer[role]).value
+
+
+def describe(answer: Answer) -> str:
+    """ "EPERM", or "EACCES for the reader and writer, EPERM for the evaluator"."""
+    if isinstance(answer, Errno):
+        return answer.value
+    by_errno: dict[Errno, list[Role]] = {}
+    for role in ROLES:
+        by_errno.setdefault(answer[role], []).append(role)
+    if len(by_errno) == 1:
+        return next(iter(by_errno)).value
+    return ", ".join(
+        f"{errno.value} for the {' and '.join(roles)}" for errno, roles in by_errno.items()
+    )

@@ -1,0 +1,132 @@
+"""The rest of what a bubblewrap tool process got: its working directory, its session, what
+its parent's death does to it, its scratch space and its read-only root.
+
+Each reading is set beside a control that starts the same reader with the one switch left
+out, so the line shows that switch is what makes the difference.
+"""
+
+from __future__ import annotations
+
+import signal
+from typing import Final
+
+from app.core.results import Errno, ToolResult, as_mapping
+from app.core.run import Run
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
+from app.tools.bubblewrap.policy import CODE_MOUNT, SANDBOX_ID, SCRATCH_BYTES, SCRATCH_MODE
+from app.tools.bubblewrap.runner import BwrapRunner
+
+MIB: Final = 1024 * 1024
+# A little past the scratch space's size, so the write must stop short of it.
+SCRATCH_FILL: Final = SCRATCH_BYTES + 64 * 1024
+ROOT_PROBE: Final = "/probe.txt"
+
+
+def _mib(size: int) -> str:
+    return f"{size / MIB:g} MiB"
+
+
+class SandboxChecks:
+    """Part of the "layer" section of a bubblewrap run, from the reader's first reading."""
+
+    def __init__(self, run: Run, layer: BwrapRunner) -> None:
+        self.run = run
+        self.layer = layer
+        self.checks = run.checks
+
+    def check(self, tool: ToolResult) -> None:
+        self._working_directory(tool)
+        self._session(tool)
+        self._parent_death(tool)
+        self._scratch(tool)
+        self._read_only_root()
+
+    def _control(self, action: str, args: list[str], without: str) -> ToolResult:
+        return self.layer.run_confined(
+            "reader", action, args, omit={without}, purpose=f"control without {without}"
+        )
+
+    def _working_directory(self, tool: ToolResult) -> None:
+        self.checks.expect_equal(
+            tool.data["cwd"],
+            CODE_MOUNT,
+            f"the reader's working directory is {CODE_MOUNT}, the read-only code directory: "
+            "`python -m` puts it first on the import path, and the reader cannot plant a "
+            "module there",
+        )
+
+    def _session(self, tool: ToolResult) -> None:
+        sid = tool.data["sid"]
+        self.checks.require(
+            sid != 0,
+            f"the reader is in a session of its own, led inside its sandbox (getsid(0) is "
+            f"{sid}), so no terminal of the controller's session is its controlling terminal",
+            detail=f"getsid(0) is {sid}: the session's leader is outside its pid namespace",
+        )
+        control = self._control("proc-status", [], "--new-session")
+        self.checks.require(
+            control.data.get("sid") == 0,
+            "control: started without --new-session, the reader is in the controller's "
+            "session, whose leader its pid namespace cannot see: getsid(0) is 0",
+            detail=f"getsid(0) is {control.data.get('sid')}",
+        )
+
+    def _parent_death(self, tool: ToolResult) -> None:
+        kill = int(signal.SIGKILL)
+        self.checks.expect_equal(
+            tool.data["pdeathsig"],
+            kill,
+            f"the reader is killed when its parent dies: PR_GET_PDEATHSIG is {kill} (SIGKILL)",
+        )
+        control = self._control("proc-status", [], "--die-with-parent")
+        self.checks.expect_equal(
+            control.data.get("pdeathsig"),
+            0,
+            "control: started without --die-with-parent, its parent's death sends it nothing: "
+            "PR_GET_PDEATHSIG is 0",
+        )
+
+    def _scratch(self, tool: ToolResult) -> None:
+        scratch = as_mapping(tool.data["scratch"]) if tool.data["scratch"] else {}
+        self.checks.require(
+            scratch.get("mode") == SCRATCH_MODE and scratch.get("uid") == SANDBOX_ID,
+            f"the reader's /tmp is its own: mode {SCRATCH_MODE:04o}, owner uid {SANDBOX_ID}",
+            detail=f"observed {dict(scratch) or 'no /tmp'}",
+        )
+        self.checks.expect_equal(
+            scratch.get("bytes"),
+            SCRATCH_BYTES,
+            f"the reader's /tmp is a tmpfs of {_mib(SCRATCH_BYTES)} (statvfs: {SCRATCH_BYTES} "
+            "bytes), so what it keeps in memory there is bounded",
+        )
+        fill = ["/tmp", str(SCRATCH_FILL), str(MAX_OUTPUT_FILE_BYTES)]
+        control = self._control("fill-scratch", fill, "--size")
+        self.checks.require(
+            control.ok and control.data.get("written") == SCRATCH_FILL,
+            f"control: started without --size, the reader writes {SCRATCH_FILL} bytes "
+            f"({_mib(SCRATCH_FILL)}) to /tmp, in files of at most {_mib(MAX_OUTPUT_FILE_BYTES)}",
+            detail=f"the write {control.observed}, {control.data.get('written')} bytes",
+        )
+        filled = self.layer.run_tool("reader", "fill-scratch", *fill)
+        self.checks.require(
+            filled.refused_with(Errno.ENOSPC),
+            f"so the same write in the reader's /tmp stops at its {_mib(SCRATCH_BYTES)}: "
+            f"{Errno.ENOSPC} after {filled.data.get('written')} bytes",
+            detail=f"observed {filled.observed}",
+        )
+
+    def _read_only_root(self) -> None:
+        control = self._control("access", [f"create:{ROOT_PROBE}"], "--remount-ro /")
+        self.checks.require(
+            control.data.get("answers") == ["ok"],
+            f"control: started without --remount-ro /, the reader creates {ROOT_PROBE} on "
+            "its root, a tmpfs with no size limit",
+            detail=f"the create {control.data.get('answers')}",
+        )
+        refused = self.layer.run_tool("reader", "access", f"create:{ROOT_PROBE}")
+        self.checks.expect_equal(
+            refused.data.get("answers"),
+            [Errno.EROFS.value],
+            f"so the reader cannot create {ROOT_PROBE} on its root, which --remount-ro / made "
+            f"read-only: {Errno.EROFS}",
+        )

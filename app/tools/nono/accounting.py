@@ -1,0 +1,137 @@
+"""Every element of each nono profile, accounted for (see app/tools/accounting.py).
+
+Elements are named as elements.py names them, in the committed (placeholder) form of each
+profile. Committed as policies/nono/elements.json.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.core.roles import ROLES, Role
+from app.core.run_tree import CHECK_FILE, OUTPUT_FILES
+from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.nono.policy import BASE_VARIABLES, DIGEST_KEY_VARIABLE
+
+LABEL: Final = Redundant("a label for whoever reads the file; the launcher applies nothing from it")
+ROUTE: Final = "network.custom_credentials.supplier"
+ROUTE_PARTS: Final = (
+    "upstream",
+    "credential_key",
+    "env_var",
+    "inject_header",
+    "credential_format",
+    "tls_ca",
+    "endpoint_policy.default.decision",
+)
+SUPPLIERS: Final = "GET /cases/<CASE>/suppliers"
+# The first check that runs the reader beyond its start: it waits there on a FIFO in its
+# input after writing its pid to its check.txt.
+HELD: Final = "the controller looks at the reader from the host's /proc"
+RECOMMENDATIONS: Final = "POST /cases/<CASE>/recommendations"
+
+
+def _starts(role: Role, because: str) -> Watched:
+    return Watched(f"the {role} starts under its profile", because)
+
+
+def _variables(role: Role) -> dict[str, Proof]:
+    claim = f"the {role}'s environment is exactly what its profile keeps"
+    names = [*BASE_VARIABLES, *([] if role == "evaluator" else [DIGEST_KEY_VARIABLE])]
+    return {
+        f"environment.allow_vars[{name}]": Watched(
+            claim,
+            "Python coerces the C locale and adds LC_CTYPE"
+            if name == "LANG"
+            else f"{name} is missing from it",
+        )
+        for name in names
+    }
+
+
+def _files(role: Role) -> dict[str, Proof]:
+    own = f"the {role} reads its own input"
+    account: dict[str, Proof] = {
+        "filesystem.read[/usr]": _starts(role, "no /usr/bin/python3 can run"),
+        "filesystem.read[<CODE>]": _starts(role, "its worker and baseline filter are unreadable"),
+        f"filesystem.read[<RUN>/{role}/in]": (
+            Watched(HELD, "the FIFO it waits on, in its input, answers EACCES")
+            if role == "reader"
+            else Watched(own, "its own input answers EACCES")
+        ),
+    }
+    for name in OUTPUT_FILES[role]:
+        watcher = own
+        if name == CHECK_FILE and role == "reader":
+            watcher = HELD
+        elif name == CHECK_FILE and role == "writer":
+            watcher = "the writer writes"
+        account[f"filesystem.allow[<RUN>/{role}/out/{name}]"] = Watched(
+            watcher, "the file answers EACCES"
+        )
+    return account
+
+
+def _route(role: Role) -> dict[str, Proof]:
+    incomplete = _starts(role, "the launcher refuses an incomplete credential route")
+    account: dict[str, Proof] = {f"{ROUTE}.{part}": incomplete for part in ROUTE_PARTS}
+    allow = f"{ROUTE}.endpoint_policy.allow"
+    if role == "reader":
+        account[f"{allow}[{SUPPLIERS}]"] = _starts(
+            role, "the launcher refuses a route that allows nothing"
+        )
+    else:
+        account[f"{allow}[{SUPPLIERS}]"] = Watched(
+            "writer: GET /cases/", "its own proxy answers 403"
+        )
+        account[f"{allow}[{RECOMMENDATIONS}]"] = Watched(
+            "writer: POST /cases/", "its draft is refused with 403"
+        )
+    return account
+
+
+def _process(role: Role) -> dict[str, Proof]:
+    disk = Watched("no role can fill the disk through its output", "a file grows past 1 MiB")
+    if role == "reader":
+        filters = "it runs under 2 seccomp filters"
+        return {
+            "process.enforcement_mode": Watched(filters, "nono's default mode adds no filter"),
+            "process.seccomp_filter": Watched(filters, "the baseline is not installed"),
+            "process.max_file_bytes": disk,
+        }
+    if role == "evaluator":
+        return {
+            "process.enforcement_mode": Watched(
+                "the offline evaluator cannot create an Internet socket",
+                "Landlock refuses its connect, but not the socket itself",
+            ),
+            "process.seccomp_filter": Watched(
+                "and with the baseline under Landlock alone", "the baseline is not installed"
+            ),
+            "process.max_file_bytes": disk,
+        }
+    return {
+        "process.enforcement_mode": Watched(
+            "no role can route UDP off the host", "Landlock filters TCP alone"
+        ),
+        "process.seccomp_filter": Watched(
+            "no role can connect to a unix socket", "nono leaves unix sockets open"
+        ),
+        "process.max_file_bytes": disk,
+    }
+
+
+def _account(role: Role) -> dict[str, Proof]:
+    account: dict[str, Proof] = {"meta.name": LABEL, "meta.version": LABEL}
+    account |= _files(role)
+    account |= _variables(role)
+    if role == "evaluator":
+        account["network.block"] = Watched(
+            "the offline evaluator cannot create an Internet socket", "it has the network"
+        )
+    else:
+        account |= _route(role)
+    return account | _process(role)
+
+
+ACCOUNT: Final[dict[Role, dict[str, Proof]]] = {role: _account(role) for role in ROLES}

@@ -1,0 +1,346 @@
+"""Seccomp filters compiled with libseccomp (through ctypes): the kernel-surface baseline both
+layers load, and the one-syscall filters that show filters stack."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import fcntl
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+LIBSECCOMP = "libseccomp.so.2"
+
+_SCMP_ACT_ALLOW = 0x7FFF0000
+_SCMP_ACT_ERRNO = 0x00050000
+# enum scmp_compare in seccomp.h
+_COMPARE = {"lt": 2, "gt": 6, "masked_eq": 7}
+
+AF_INET = 2
+AF_INET6 = 10
+CLONE_NEWUSER = 0x10000000
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+# ioctl's request is an unsigned int: the kernel ignores the upper half of the register, so
+# the filter must too, or a caller could set a high bit and slip past an exact comparison.
+_INT_MASK = 0xFFFF_FFFF
+
+
+@dataclass(frozen=True)
+class ArgTest:
+    """One condition on a syscall argument; every condition of a rule must hold."""
+
+    arg: int
+    op: Literal["lt", "gt", "masked_eq"]
+    value: int
+    text: str  # how the committed policy states it
+    mask: int = _INT_MASK  # masked_eq only
+
+    def datums(self) -> tuple[int, int]:
+        return (self.mask, self.value) if self.op == "masked_eq" else (self.value, 0)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A syscall the filter answers with an errno, unconditionally or when its arguments match."""
+
+    syscall: str
+    errno_name: Literal["EPERM", "ENOSYS"] = "EPERM"
+    when: tuple[ArgTest, ...] = ()
+
+    def as_json(self) -> dict[str, str]:
+        rendered = {"syscall": self.syscall, "errno": self.errno_name}
+        if self.when:
+            rendered["when"] = " and ".join(test.text for test in self.when)
+        return rendered
+
+
+@dataclass(frozen=True)
+class RuleGroup:
+    """Rules that close one path, with the reason they exist."""
+
+    why: str
+    rules: tuple[Rule, ...]
+
+
+def _refuse(*names: str) -> tuple[Rule, ...]:
+    return tuple(Rule(name) for name in names)
+
+
+# The address families numbered between AF_INET and AF_INET6 (linux/socket.h).
+_FAMILIES_BETWEEN = (
+    (3, "AF_AX25 (3)"),
+    (4, "AF_IPX (4)"),
+    (5, "AF_APPLETALK (5)"),
+    (6, "AF_NETROM (6)"),
+    (7, "AF_BRIDGE (7)"),
+    (8, "AF_ATMPVC (8)"),
+    (9, "AF_X25 (9)"),
+)
+
+
+def _domain(op: Literal["lt", "gt"], value: int, text: str) -> ArgTest:
+    return ArgTest(0, op, value, f"domain {text}")
+
+
+# What every tool process of either layer may not do. A denylist over an allowing default: it
+# narrows the kernel surface without claiming to be an allowlist. Each group is watched by the
+# attack checks, which make each call beside a control where the kernel itself answers.
+BASELINE: tuple[RuleGroup, ...] = (
+    RuleGroup(
+        "reading or steering another process's memory or file descriptors",
+        _refuse("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"),
+    ),
+    RuleGroup(
+        "kernel programs, tracing and the usual exploit primitives",
+        _refuse("bpf", "perf_event_open", "userfaultfd"),
+    ),
+    RuleGroup(
+        "io_uring performs file and socket operations that a seccomp filter never sees",
+        _refuse("io_uring_setup", "io_uring_enter", "io_uring_register"),
+    ),
+    RuleGroup(
+        "the kernel keyring, which no namespace here confines",
+        _refuse("keyctl", "add_key", "request_key"),
+    ),
+    RuleGroup(
+        "loading kernel code",
+        _refuse("kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module"),
+    ),
+    RuleGroup(
+        "rearranging the mount tree, with the old and the new mount API",
+        _refuse(
+            "mount",
+            "umount2",
+            "pivot_root",
+            "move_mount",
+            "open_tree",
+            "fsopen",
+            "fsconfig",
+            "fsmount",
+            "fspick",
+            "mount_setattr",
+        ),
+    ),
+    RuleGroup(
+        "joining another process's namespaces, and opening files by handle, which ignores the "
+        "mount tree",
+        _refuse("setns", "open_by_handle_at"),
+    ),
+    RuleGroup(
+        "new processes and threads: a tool is one single-threaded process, so it cannot fill "
+        "the process table; clone3 keeps its flags in memory a filter cannot read, and ENOSYS "
+        "makes libc fall back to clone, which is refused",
+        (*_refuse("fork", "vfork", "clone"), Rule("clone3", "ENOSYS")),
+    ),
+    RuleGroup(
+        "sockets other than IPv4 and IPv6: unix (a host's pathname and abstract sockets), "
+        "netlink, packet and every other family",
+        (
+            Rule("socket", when=(_domain("lt", AF_INET, "< AF_INET (2)"),)),
+            # libseccomp takes one comparison per argument and rule: the families between
+            # the two allowed ones are named one by one.
+            *(
+                Rule("socket", when=(ArgTest(0, "masked_eq", number, f"domain == {name}"),))
+                for number, name in _FAMILIES_BETWEEN
+            ),
+            Rule("socket", when=(_domain("gt", AF_INET6, "> AF_INET6 (10)"),)),
+        ),
+    ),
+    RuleGroup(
+        "pushing input into a terminal",
+        (
+            Rule("ioctl", when=(ArgTest(1, "masked_eq", TIOCSTI, "request == TIOCSTI"),)),
+            Rule("ioctl", when=(ArgTest(1, "masked_eq", TIOCLINUX, "request == TIOCLINUX"),)),
+        ),
+    ),
+    RuleGroup(
+        "kernel memory that outlives the process: System V IPC and POSIX message queues",
+        _refuse("shmget", "msgget", "semget", "mq_open"),
+    ),
+)
+
+# nono creates no user namespace of its own, so a nono tool could create one and, inside it,
+# hold every capability over new namespaces. bubblewrap answers the same call itself
+# (--disable-userns, ENOSPC), which a filter here would hide; so only nono's filter has it.
+NESTED_USERNS = RuleGroup(
+    "nested user namespaces (bubblewrap refuses them with --disable-userns instead)",
+    (
+        Rule(
+            "unshare",
+            when=(
+                ArgTest(0, "masked_eq", CLONE_NEWUSER, "flags & CLONE_NEWUSER", mask=CLONE_NEWUSER),
+            ),
+        ),
+    ),
+)
+NONO_BASELINE: tuple[RuleGroup, ...] = (*BASELINE, NESTED_USERNS)
+
+
+def rules_of(groups: Sequence[RuleGroup]) -> tuple[Rule, ...]:
+    return tuple(rule for group in groups for rule in group.rules)
+
+
+def render_groups(groups: Sequence[RuleGroup]) -> dict[str, object]:
+    """The committed form of a filter: what it refuses, why, and with which errno."""
+    return {
+        "default": "allow",
+        "architecture": "native; numbers resolved by libseccomp when the filter is compiled",
+        "groups": [
+            {"why": group.why, "rules": [rule.as_json() for rule in group.rules]}
+            for group in groups
+        ],
+    }
+
+
+class LibseccompError(RuntimeError):
+    """libseccomp is missing or refused to build a filter."""
+
+
+@dataclass(frozen=True)
+class SeccompFilter:
+    """One compiled BPF program and the rules it was compiled from."""
+
+    name: str
+    rules: tuple[Rule, ...]
+    program: bytes
+
+
+class _ArgCmp(ctypes.Structure):
+    # struct scmp_arg_cmp
+    _fields_ = [
+        ("arg", ctypes.c_uint),
+        ("op", ctypes.c_int),
+        ("datum_a", ctypes.c_uint64),
+        ("datum_b", ctypes.c_uint64),
+    ]
+
+
+@cache
+def _lib() -> ctypes.CDLL:
+    try:
+        lib = ctypes.CDLL(LIBSECCOMP, use_errno=True)
+    except OSError as error:
+        raise LibseccompError(f"{LIBSECCOMP} cannot be loaded: {error}") from error
+    lib.seccomp_init.argtypes = [ctypes.c_uint32]
+    lib.seccomp_init.restype = ctypes.c_void_p
+    lib.seccomp_rule_add_array.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_uint32,
+        ctypes.c_int,
+        ctypes.c_uint,
+        ctypes.POINTER(_ArgCmp),
+    ]
+    lib.seccomp_rule_add_array.restype = ctypes.c_int
+    lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_syscall_resolve_name.restype = ctypes.c_int
+    lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
+    lib.seccomp_export_bpf.restype = ctypes.c_int
+    lib.seccomp_release.argtypes = [ctypes.c_void_p]
+    lib.seccomp_release.restype = None
+    return lib
+
+
+def check_available() -> None:
+    """Raises LibseccompError when the library cannot be loaded."""
+    _lib()
+
+
+def resolve_syscall(name: str) -> int:
+    """The native syscall number libseccomp gives a name; the probes use the same number."""
+    number: int = _lib().seccomp_syscall_resolve_name(name.encode("ascii"))
+    # Negative values are libseccomp's error marker or a pseudo-number for a syscall this
+    # architecture does not have; either way a probe could not call it.
+    if number < 0:
+        raise LibseccompError(f"syscall {name!r} does not exist on this architecture")
+    return number
+
+
+def _add(lib: ctypes.CDLL, ctx: int, rule: Rule) -> None:
+    action = _SCMP_ACT_ERRNO | getattr(errno, rule.errno_name)
+    tests = (_ArgCmp * max(1, len(rule.when)))()
+    for slot, test in zip(tests, rule.when, strict=False):
+        slot.arg, slot.op = test.arg, _COMPARE[test.op]
+        slot.datum_a, slot.datum_b = test.datums()
+    rc = lib.seccomp_rule_add_array(
+        ctx, action, resolve_syscall(rule.syscall), len(rule.when), tests
+    )
+    if rc < 0:
+        raise LibseccompError(f"seccomp_rule_add({rule.as_json()}): {os.strerror(-rc)}")
+
+
+def compile_filter(name: str, rules: Sequence[Rule]) -> SeccompFilter:
+    """A filter that allows everything except what `rules` refuse."""
+    lib = _lib()
+    ctx = lib.seccomp_init(_SCMP_ACT_ALLOW)
+    if not ctx:
+        raise LibseccompError(f"seccomp_init failed for filter {name!r}")
+    try:
+        # The filter is for the native architecture only; libseccomp's default action for a
+        # foreign one (a 32-bit syscall from this 64-bit process) is to kill the process.
+        for rule in rules:
+            _add(lib, ctx, rule)
+        fd = os.memfd_create(f"seccomp-{name}", os.MFD_CLOEXEC)
+        try:
+            rc = lib.seccomp_export_bpf(ctx, fd)
+            if rc < 0:
+                raise LibseccompError(f"seccomp_export_bpf({name}): {os.strerror(-rc)}")
+            os.lseek(fd, 0, os.SEEK_SET)
+            program = _read_all(fd)
+        finally:
+            os.close(fd)
+    finally:
+        lib.seccomp_release(ctx)
+    return SeccompFilter(name, tuple(rules), program)
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 16):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+@cache
+def baseline_filter() -> SeccompFilter:
+    """The filter the bubblewrap layer hands bwrap for every tool process."""
+    return compile_filter("baseline", rules_of(BASELINE))
+
+
+@cache
+def nono_baseline_filter() -> SeccompFilter:
+    """The filter every nono tool process installs before it reads its arguments."""
+    return compile_filter("nono-baseline", rules_of(NONO_BASELINE))
+
+
+@cache
+def single_syscall_filter(syscall: str) -> SeccompFilter:
+    """A filter refusing one syscall with EPERM: used to show that added filters stack."""
+    return compile_filter(f"deny-{syscall}", (Rule(syscall),))
+
+
+def program_fd(seccomp_filter: SeccompFilter) -> int:
+    """A fresh sealed memfd holding the program at offset 0, for one bwrap call.
+
+    bwrap reads its fd to the end, so every call needs its own; the seals stop anything that
+    shares the fd from altering the program between here and bwrap's read. The caller
+    closes it once bwrap has exited.
+    """
+    fd = os.memfd_create(f"seccomp-{seccomp_filter.name}", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    try:
+        view = memoryview(seccomp_filter.program)
+        while view:
+            view = view[os.write(fd, view) :]
+        fcntl.fcntl(
+            fd,
+            fcntl.F_ADD_SEALS,
+            fcntl.F_SEAL_WRITE | fcntl.F_SEAL_GROW | fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL,
+        )
+        os.lseek(fd, 0, os.SEEK_SET)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

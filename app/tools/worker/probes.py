@@ -1,0 +1,229 @@
+"""The attacker's view: each path out of a tool process, tried once, its errno reported.
+
+``attack-surface`` makes every call in one process, in a fixed order, from parameters the
+controller hands it as one JSON object. Each call is built so that, if nothing refuses it,
+the kernel completes it harmlessly (a connect that sends nothing, signal 0, a child that exits
+at once, an object removed again) or refuses it for a reason of its own (no process 0, an
+unknown command, a NULL pointer), so the same call made unconfined is the control.
+``kernel-calls`` makes a named subset of the raw syscalls, for the filter checks.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import os
+import socket
+from collections.abc import Callable
+from typing import Any
+
+from .protocol import Result, errno_name, ok, refused
+
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+
+CLONE_NEWUSER = 0x10000000
+CLONE_THREAD = 0x00010000
+PTRACE_ATTACH = 16
+UFFD_USER_MODE_ONLY = 1
+IPC_PRIVATE = 0
+IPC_CREAT = 0o1000
+IPC_RMID = 0
+TIOCSTI = 0x5412
+_UNKNOWN_COMMAND = 0x7FFFFFFF
+
+# Each raw call's arguments after the syscall number; see the module's docstring.
+RAW_CALLS: dict[str, tuple[int, ...]] = {
+    "ptrace": (PTRACE_ATTACH, 0),  # no process 0: ESRCH
+    "bpf": (_UNKNOWN_COMMAND, 0, 0),  # an unknown command: EINVAL
+    "keyctl": (_UNKNOWN_COMMAND,),  # an unknown operation: EOPNOTSUPP
+    "add_key": (0, 0, 0, 0, 0),  # a NULL key type: EFAULT
+    "io_uring_setup": (1, 0),  # NULL parameters: EFAULT
+    "perf_event_open": (0, 0, -1, -1, 0),  # NULL attributes: EFAULT
+    "userfaultfd": (UFFD_USER_MODE_ONLY,),  # allowed to anyone: an fd, closed at once
+    "setns": (-1, 0),  # not a file descriptor: EBADF
+    "mount": (0, 0, 0, 0, 0),  # a NULL target: EFAULT
+    "clone": (CLONE_NEWUSER | CLONE_THREAD, 0, 0, 0, 0),  # an invalid combination: EINVAL
+    "clone3": (0, 0),  # a NULL argument block of size 0: EINVAL
+    "mq_open": (0, 0, 0, 0),  # a NULL name: EFAULT
+    "shmget": (IPC_PRIVATE, 4096, IPC_CREAT | 0o600),  # a segment, removed at once
+}
+# What a successful call returned that must be released before the next one.
+_RELEASE: dict[str, Callable[[int], None]] = {
+    "userfaultfd": os.close,
+    "shmget": lambda shm_id: _release_segment(shm_id),
+}
+_NUMBERS: dict[str, int] = {}
+
+
+def _raw_errno(name: str, args: tuple[int, ...]) -> tuple[str, int]:
+    """One raw syscall: ("ok", its return value) or (its errno name, -1)."""
+    values = [ctypes.c_long(value) for value in args]
+    values += [ctypes.c_long(0)] * (6 - len(values))
+    ctypes.set_errno(0)
+    rc = int(_libc.syscall(ctypes.c_long(_NUMBERS[name]), *values))
+    if rc == -1:
+        return _name(ctypes.get_errno()), -1
+    return "ok", rc
+
+
+def _name(err: int) -> str:
+    return errno_name(err)
+
+
+def _release_segment(shm_id: int) -> None:
+    if _libc.shmctl(ctypes.c_int(shm_id), IPC_RMID, None) != 0:
+        raise OSError(ctypes.get_errno(), f"shmctl({shm_id}, IPC_RMID)")
+
+
+def _raw(name: str) -> str:
+    answer, value = _raw_errno(name, RAW_CALLS[name])
+    if answer == "ok" and name in _RELEASE:
+        _RELEASE[name](value)
+    return answer
+
+
+def _os_errno(call: Callable[[], object]) -> str:
+    try:
+        call()
+    except OSError as error:
+        if error.errno is None:  # a timeout is not a kernel refusal: let it fail the run
+            raise
+        return _name(error.errno)
+    return "ok"
+
+
+def _connect(family: int, kind: int, address: Any) -> str:
+    def attempt() -> None:
+        sock = socket.socket(family, kind)
+        try:
+            sock.settimeout(10)
+            sock.connect(address)
+        finally:
+            sock.close()
+
+    return _os_errno(attempt)
+
+
+def _open_socket(family: int, kind: int, protocol: int = 0) -> str:
+    return _os_errno(lambda: socket.socket(family, kind, protocol).close())
+
+
+def _read(path: str) -> str:
+    def attempt() -> None:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        os.close(fd)
+
+    return _os_errno(attempt)
+
+
+def _create_and_remove(path: str) -> str:
+    def attempt() -> None:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        os.close(fd)
+        os.unlink(path)
+
+    return _os_errno(attempt)
+
+
+def _write_past(path: str, limit: int) -> str:
+    """Fills an output file to ``limit`` bytes, then writes one more; empties it again."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        block = b"\0" * 65536
+        written = 0
+        while written < limit:
+            written += os.write(fd, block[: limit - written])
+        return _os_errno(lambda: os.write(fd, b"\0"))
+    finally:
+        os.ftruncate(fd, 0)
+        os.close(fd)
+
+
+def _tiocsti() -> str:
+    # stdout is a pipe under every launcher: even a call no filter refuses pushes nothing
+    # into any terminal (ENOTTY).
+    return _os_errno(lambda: fcntl.ioctl(1, TIOCSTI, b"x"))
+
+
+def _fork() -> str:
+    def attempt() -> None:
+        child = os.fork()
+        if child == 0:
+            os._exit(0)
+        os.waitpid(child, 0)
+
+    return _os_errno(attempt)
+
+
+def _unshare_user() -> str:
+    _libc.unshare.argtypes = [ctypes.c_int]
+    ctypes.set_errno(0)
+    return "ok" if _libc.unshare(CLONE_NEWUSER) == 0 else _name(ctypes.get_errno())
+
+
+def attack_surface(args: list[str]) -> Result:
+    """``PARAMETERS_JSON``: every probe, in order; reports {probe: "ok" or errno name}."""
+    (text,) = args
+    p = json.loads(text)
+    _NUMBERS.update({name: int(number) for name, number in p["syscalls"].items()})
+    answers: dict[str, str] = {}
+    answers["host-file"] = _read(p["host_file"])
+    answers["tcp4"] = _connect(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", p["tcp4_port"]))
+    if p.get("tcp6_port"):
+        answers["tcp6"] = _connect(socket.AF_INET6, socket.SOCK_STREAM, ("::1", p["tcp6_port"]))
+    answers["udp4"] = _connect(socket.AF_INET, socket.SOCK_DGRAM, (p["udp4"], 53))
+    answers["udp6"] = _connect(socket.AF_INET6, socket.SOCK_DGRAM, (p["udp6"], 53))
+    answers["raw4"] = _open_socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    answers["raw6"] = _open_socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+    answers["packet"] = _open_socket(socket.AF_PACKET, socket.SOCK_RAW)
+    answers["netlink"] = _open_socket(socket.AF_NETLINK, socket.SOCK_RAW)
+    answers["unix-path"] = _connect(socket.AF_UNIX, socket.SOCK_STREAM, p["unix_path"])
+    answers["unix-abstract"] = _connect(
+        socket.AF_UNIX, socket.SOCK_STREAM, "\0" + p["unix_abstract"]
+    )
+    answers["signal"] = _os_errno(lambda: os.kill(p["victim_pid"], 0))
+    answers["environ"] = _read(f"/proc/{p['victim_pid']}/environ")
+    answers["tiocsti"] = _tiocsti()
+    answers["fork"] = _fork()
+    for name in ("clone", "clone3", "setns", "mount", "ptrace", "keyctl", "add_key", "bpf"):
+        answers[name] = _raw(name)
+    for name in ("userfaultfd", "io_uring_setup", "perf_event_open", "shmget", "mq_open"):
+        answers[name] = _raw(name)
+    answers["shm-file"] = _create_and_remove(p["shm_file"])
+    answers["output-create"] = _create_and_remove(p["output_new"])
+    answers["output-past-limit"] = _write_past(p["output_file"], p["file_limit"])
+    # Last: when it succeeds, this process is in a user namespace of its own from here on.
+    answers["unshare-user"] = _unshare_user()
+    return ok(answers=answers)
+
+
+def kernel_calls(args: list[str]) -> Result:
+    """``NAME=NUMBER ...``: each named raw call of RAW_CALLS, numbered by the controller."""
+    pairs = [arg.partition("=") for arg in args]
+    _NUMBERS.update({name: int(number) for name, _, number in pairs})
+    return ok(answers={name: _raw(name) for name, _, _ in pairs})
+
+
+def push_terminal_input(args: list[str]) -> Result:
+    """TIOCSTI of one character into standard input, when that is a terminal: the attack
+    itself. A nono role inherits the controller's standard input, which is the operator's
+    terminal, in the operator's session, when the demo is run by hand; a test starts the
+    layer in a terminal of its own to try it."""
+    if args:
+        raise ValueError("push-terminal-input takes no arguments")
+    if not os.isatty(0):
+        raise RuntimeError("standard input is not a terminal: nothing to try")
+    try:
+        fcntl.ioctl(0, TIOCSTI, b"Z")
+    except OSError as error:
+        return refused(error)
+    return ok()
+
+
+ACTIONS = {
+    "attack-surface": attack_surface,
+    "kernel-calls": kernel_calls,
+    "push-terminal-input": push_terminal_input,
+}
