@@ -37,9 +37,11 @@ def base() -> Iterator[Path]:
     shutil.rmtree(made, ignore_errors=True)
 
 
-def _run_under(profile: Path, base: Path) -> subprocess.CompletedProcess[str]:
+def _run_under(
+    profile: Path, base: Path, layer: str = "bubblewrap"
+) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, str(SECCOMP_EXEC), str(profile), "--", sys.executable]
-    command += ["-m", "app.controller", "run", "--layer", "bubblewrap"]
+    command += ["-m", "app.controller", "run", "--layer", layer]
     command += ["--workdir", str(base / "work"), "--out", str(base / "out")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANALYST_"))}
     return subprocess.run(
@@ -76,3 +78,19 @@ def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(base: Pa
         )
     )
     assert not (base / "out").exists()
+
+
+def test_the_whole_nono_case_runs_under_the_runtime_default_profile(base: Path) -> None:
+    # The nono pod asks for RuntimeDefault: its controller, and so every tool, holds the
+    # runtime's filter before nono and the baseline add theirs, and the counts say so.
+    profile = base / "runtime-default.json"
+    profile.write_text(json.dumps(container_seccomp_profile(())))
+    completed = _run_under(profile, base, layer="nono")
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    lines = completed.stdout.splitlines()
+    assert [line for line in lines if line.startswith("FAIL ")] == []
+    assert (
+        "PASS it runs under 2 seccomp filters of its own, nono's and the baseline it installed "
+        "before reading its arguments, over the 1 the controller itself runs under (its "
+        "container's profile): Seccomp mode 2, Seccomp_filters 3"
+    ) in lines

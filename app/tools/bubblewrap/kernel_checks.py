@@ -10,9 +10,9 @@ from app.core.results import Errno, ToolResult, as_mapping
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT
-from app.tools.bubblewrap.process_checks import inherited_filters, over_inherited
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.controls import host_control
+from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
 
 # The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters

@@ -27,6 +27,7 @@ from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.bubblewrap.sandbox_checks import SandboxChecks
 from app.tools.common_checks import CommonChecks
+from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.worker.system import read_namespaces, read_status
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
@@ -296,19 +297,6 @@ class ProcessChecks:
             detail=f"names {control.data.get('names')}",
         )
         CommonChecks(self.run, self.layer).no_credential_variables("reader", names)
-
-
-def inherited_filters() -> int:
-    """The seccomp filters the controller itself runs under, which every process it starts
-    inherits before bwrap adds the tool's: none locally; one in a hardened container, its
-    Localhost profile (runtimeTarget hardened-container)."""
-    return int(read_status()["Seccomp_filters"])
-
-
-def over_inherited(inherited: int) -> str:
-    if not inherited:
-        return ""
-    return f", over the {inherited} the controller itself runs under (its container's profile)"
 
 
 def _overlaps(mount_point: str, host_dir: Path) -> bool:

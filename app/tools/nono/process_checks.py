@@ -13,6 +13,7 @@ from app.core.run import Run
 from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
+from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
 from app.tools.worker.prologue import FILTER_OPTION
@@ -76,11 +77,13 @@ class NonoProcessChecks:
             f"NoNewPrivs is 1 (its bounding set, {status['CapBnd']}, is nono's default)",
             detail=f"{held}, NoNewPrivs {status['NoNewPrivs']}",
         )
-        expected = NONO_FILTERS + 1
+        inherited = inherited_filters()
+        expected = inherited + NONO_FILTERS + 1
         checks.require(
             status["Seccomp"] == "2" and status["Seccomp_filters"] == str(expected),
-            f"it runs under {expected} seccomp filters, nono's own and the baseline it "
-            f"installed before reading its arguments: Seccomp mode 2, Seccomp_filters {expected}",
+            f"it runs under {NONO_FILTERS + 1} seccomp filters of its own, nono's and the "
+            f"baseline it installed before reading its arguments{over_inherited(inherited)}: "
+            f"Seccomp mode 2, Seccomp_filters {expected}",
             detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
         )
         digest = hashlib.sha256(nono_baseline_filter().program).hexdigest()
@@ -93,9 +96,9 @@ class NonoProcessChecks:
         )
         control = self.layer.read_while_held("reader", baseline=False).status
         checks.require(
-            control["Seccomp_filters"] == str(NONO_FILTERS),
+            control["Seccomp_filters"] == str(inherited + NONO_FILTERS),
             "control: started without the baseline, the same reader holds nono's filter "
-            f"alone: Seccomp_filters {NONO_FILTERS}",
+            f"alone{over_inherited(inherited)}: Seccomp_filters {inherited + NONO_FILTERS}",
             detail=f"Seccomp_filters {control['Seccomp_filters']}",
         )
 
