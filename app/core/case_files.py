@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from app.core.errors import BadInput
+from app.core.files import read_at_most
 
 MAX_DOCUMENT_BYTES: Final = 256 * 1024
 # Deeper than any case document needs (case.json is four levels deep).
@@ -146,13 +147,8 @@ def _read_bounded(fd: int, shown: Path, limit: int) -> bytes:
         raise CaseError(f"{shown}: is {_kind(st.st_mode)}, not a file")
     if st.st_size > limit:
         raise CaseError(f"{shown}: {st.st_size} bytes, more than the {limit} allowed")
-    chunks: list[bytes] = []
-    remaining = limit + 1
-    while remaining > 0 and (chunk := os.read(fd, remaining)):
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    data = b"".join(chunks)
-    if len(data) > limit:
+    data = read_at_most(fd, limit)
+    if data is None:
         raise CaseError(f"{shown}: grew past the {limit} bytes allowed while it was read")
     return data
 

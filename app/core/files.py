@@ -30,17 +30,24 @@ def read_regular(path: Path, limit: int) -> bytes:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
             raise UnsafeFile(f"{path}: not a regular file of at most {limit} bytes")
-        chunks = []
-        remaining = limit + 1
-        while remaining > 0 and (chunk := os.read(fd, remaining)):
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > limit:
+        data = read_at_most(fd, limit)
+        if data is None:
             raise UnsafeFile(f"{path}: grew past {limit} bytes while it was read")
         return data
     finally:
         os.close(fd)
+
+
+def read_at_most(fd: int, limit: int) -> bytes | None:
+    """Everything left in ``fd`` if it is at most ``limit`` bytes; None if there is more. Never
+    reads more than ``limit + 1`` bytes, whatever the file's size said when it was opened."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0 and (chunk := os.read(fd, remaining)):
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    data = b"".join(chunks)
+    return data if len(data) <= limit else None
 
 
 def json_bytes(document: Any) -> bytes:
