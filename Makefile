@@ -34,9 +34,10 @@ policies-check: $(READY)
 manifests: $(READY)
 	$(PY) -m infra.render_manifests --out build/manifests
 
-## rehearse: run each layer's Job pod from the rendered manifests as the kubelet would (root)
+## rehearse: each layer's Job pod under each runtime target, run as the kubelet would (root)
 rehearse: $(READY)
-	$(PY) -m rehearsal all
+	$(PY) -m rehearsal all --runtime-target isolated-sandbox
+	$(PY) -m rehearsal all --runtime-target hardened-container
 
 ## lint: ruff, strict mypy (app/, infra/, bench/, rehearsal/, tests/support/, policies/pack/), and the workflows
 lint: $(READY)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from app.core import cluster_env as env
-from app.core.ids import OTHER_CASE_ID
+from app.core.control_case import renamed
+from app.core.ids import OTHER_CASE_ID, other_case_id
 from app.core.roles import Layer
 
 from .security_profiles import apparmor_profile_name, localhost_seccomp_profile
@@ -102,16 +103,25 @@ class JobInputs:
 def supplier_command(case_id: str) -> list[str]:
     """The supplier API's command line; the one place its flags are spelled.
 
-    It serves the other case too: the nono run's control shows the supplier API accepting a
-    read of that case from the controller, which a role's proxy refuses.
+    It serves the AccessDenied control's case too, under the id the controller asks for
+    (`other_case_id`): the nono run's control shows the supplier API accepting a read of that
+    case from the controller, which a role's proxy refuses. That case is the shipped template's
+    folder, served under another id when the stack's own case is the template's.
     """
-    cases = [case_id] + ([OTHER_CASE_ID] if case_id != OTHER_CASE_ID else [])
+    template = f"{env.CASES_DIR}/{OTHER_CASE_ID}"
+    control = (
+        ["--case-dir-as", other_case_id(case_id), template]
+        if renamed(case_id)
+        else ["--case-dir", template]
+    )
     return [
         "python",
         "-m",
         "app.supplier_api",
         "serve",
-        *(part for case in cases for part in ("--case-dir", f"{env.CASES_DIR}/{case}")),
+        "--case-dir",
+        f"{env.CASES_DIR}/{case_id}",
+        *control,
         "--key-file",
         f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
         "--cert",

@@ -157,7 +157,7 @@ class RehearsalAws:
             Bucket=self.bucket, CreateBucketConfiguration={"LocationConstraint": self.region}
         )
         for seed in seed_objects(self.stack.config.case_id):
-            s3.put_object(Bucket=self.bucket, Key=seed.key, Body=seed.source.read_bytes())
+            s3.put_object(Bucket=self.bucket, Key=seed.key, Body=seed.data())
 
     def keys_under(self, prefix: str) -> list[str]:
         """The store's keys under a prefix, read as the admin (the report's landing check)."""

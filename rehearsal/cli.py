@@ -14,19 +14,22 @@ from typing import cast
 
 from app.core.errors import AnalystError
 from app.core.roles import Layer
+from infra.config import ConfigError
+from infra.targets import RuntimeTarget
 
 from . import namespace
 from .image import ensure_image
-from .objects import Tweak
+from .objects import STACK, Tweak, render
 
 DESCRIPTION = (
     "Rehearse the analyst Jobs' pods on this machine exactly as the kubelet would run them, "
     "from the objects the Pulumi program renders (the same ones `make manifests` writes): their "
     "commands, environments, Secret/ConfigMap/emptyDir volumes with defaultMode and fsGroup, "
-    "uids, read-only roots, capabilities and init containers, in private mount, network and pid "
-    "namespaces (root required; nothing on the host changes). Stand-ins: moto for S3/IAM/STS, "
-    "a Pod Identity webhook and agent, the offline model for Bedrock, this machine's kernel for "
-    "the Nitro VM; the output names each, and every field it does not simulate."
+    "uids, read-only roots, capabilities, seccomp profiles and init containers, in private "
+    "mount, network and pid namespaces (root required; nothing on the host changes). "
+    "Stand-ins: moto for S3/IAM/STS, a Pod Identity webhook and agent, the offline model for "
+    "Bedrock, this machine's kernel for the Nitro VM, the rehearsal itself for the Security "
+    "Profiles Operator; the output names each, and every field it does not simulate."
 )
 EPILOG = (
     "exit codes: 0 every pod ran and every check passed; 1 a pod failed or a check FAILed; "
@@ -46,9 +49,23 @@ def _parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--layer", choices=[layer.value for layer in Layer], required=True)
     every = commands.add_parser(
-        "all", help="rehearse every layer's Job pod of the dev stack (`make rehearse`)"
+        "all",
+        help="rehearse every layer's Job pod of the dev stack (`make rehearse` runs it once per "
+        "runtime target)",
     )
     for command in (run, every):
+        command.add_argument(
+            "--runtime-target",
+            choices=[target.value for target in RuntimeTarget],
+            help=f"the pod shape, as `pulumi config set runtimeTarget` sets it (default: the "
+            f"{STACK} stack's own)",
+        )
+        command.add_argument(
+            "--case-id",
+            metavar="ID",
+            help=f"the case the stack runs, as `pulumi config set caseId` sets it (a folder "
+            f"under cases/; default: the {STACK} stack's own)",
+        )
         command.add_argument(
             "--no-comparison",
             action="store_true",
@@ -76,12 +93,23 @@ def _tweak(reference: str | None) -> Tweak | None:
         sys.exit(2)
 
 
+def _settings(options: argparse.Namespace) -> dict[str, str]:
+    """The stack settings the options give, over the dev stack's own."""
+    settings = {"runtimeTarget": options.runtime_target, "caseId": options.case_id}
+    return {key: value for key, value in settings.items() if value is not None}
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     options = _parser().parse_args(args)
     try:
         if options.command != namespace.INSIDE:
             _tweak(options.change)  # bad input is refused before anything starts
+            try:
+                render(settings=_settings(options))
+            except ConfigError as error:
+                print(f"error (bad input): {error}", file=sys.stderr)
+                return 2
             namespace.check_machine()
             # Before the namespaces: building it needs the package index, they have no network.
             ensure_image(sys.stdout)
@@ -99,6 +127,7 @@ def _inside(options: argparse.Namespace) -> int:
     return rehearse(
         Options(
             layers=layers,
+            settings=_settings(options),
             comparison=not options.no_comparison,
             stream=sys.stdout,
             tweak=_tweak(options.change),

@@ -11,6 +11,13 @@ runtime's masked and read-only paths unless the container is privileged, /sys, t
 directory; then setpriv (util-linux) sets the uid, gid, groups, capability bounding set and
 no_new_privs and executes the command with the container's environment.
 
+The container's seccomp profile, when it has one, is loaded where runc loads it: with
+no_new_privs, after setpriv, just before the command's execve; without, before setpriv drops
+the capabilities the kernel then requires (runc's libcontainer/standard_init_linux.go). The
+loader (runtime_seccomp.py, beside this file) and the profile are handed over as open files,
+read through /proc/self/fd and closed before the command runs: nothing of the runtime is put in
+the container's filesystem.
+
 Exit code 128 means the container could not be created (the runtime's StartError); anything
 else is the command's own.
 """
@@ -36,6 +43,10 @@ MS_REC = 0x4000
 MNT_DETACH = 0x2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 START_ERROR = 128
+LOADER = Path(__file__).with_name("runtime_seccomp.py")
+# The loader runs on the image's system interpreter (the stand-in's /usr is this machine's).
+LOADER_INTERPRETER = "/usr/bin/python3"
+SETPRIV = "/usr/bin/setpriv"
 CLEAN_PROC = "/.rehearsal/proc"
 # Device nodes a runtime gives an unprivileged container (the OCI runtime spec's defaults).
 DEFAULT_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
@@ -245,18 +256,43 @@ def build(plan: dict[str, Any]) -> None:
     os.chdir(plan["workdir"])
 
 
+def handed_over(path: Path) -> int:
+    """An open, inheritable descriptor of a file the runtime hands to the container's start."""
+    fd = os.open(path, os.O_RDONLY)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def command_line(plan: dict[str, Any], loader_fd: int, profile_fd: int) -> list[str]:
+    """setpriv and the command, with the seccomp loader where runc would load the profile."""
+    setpriv = [SETPRIV, *plan["setpriv"], "--"]
+    if plan["seccomp"] is None:
+        return [*setpriv, *plan["argv"]]
+    loader = [LOADER_INTERPRETER, "-I", f"/proc/self/fd/{loader_fd}"]
+    loader += ["--close", str(loader_fd), "--close", str(profile_fd)]
+    loader += [f"/proc/self/fd/{profile_fd}", "--"]
+    if plan["seccomp"]["no_new_privs"]:
+        return [*setpriv, *loader, *plan["argv"]]
+    return [*loader, *setpriv, *plan["argv"]]
+
+
 def main(argv: list[str]) -> int:
     plan = json.loads(Path(argv[1]).read_text(encoding="utf-8"))
     try:
+        # Opened on this side of pivot_root: the container's root has neither file.
+        loader_fd = profile_fd = -1
+        if plan["seccomp"] is not None:
+            loader_fd = handed_over(LOADER)
+            profile_fd = handed_over(Path(plan["seccomp"]["profile"]))
         build(plan)
     except (SetupError, OSError) as error:
         print(f"rehearsal: the container could not be created: {error}", file=sys.stderr)
         return START_ERROR
-    command = ["setpriv", *plan["setpriv"], "--", *plan["argv"]]
+    command = command_line(plan, loader_fd, profile_fd)
     try:
-        os.execve("/usr/bin/setpriv", command, plan["env"])
+        os.execve(command[0], command, plan["env"])
     except OSError as error:
-        print(f"rehearsal: cannot start setpriv: {error}", file=sys.stderr)
+        print(f"rehearsal: cannot start {command[0]}: {error}", file=sys.stderr)
     return START_ERROR
 
 

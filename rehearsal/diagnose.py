@@ -4,7 +4,8 @@ The failure comes from running the pod: a FAIL line, the controller's error, a c
 would not start. This module reads those words and the pod as the kubelet made it, and names
 the field: a variable the controller wanted beside the one the spec spells, a mounted file the
 container's identity cannot read and the mode, group or fsGroup that decided it, a mount path
-that puts a Secret where a check found it, the guest setting no init container raised.
+that puts a Secret where a check found it, the guest setting no init container raised, the
+seccomp profile that refused a step bwrap needs.
 """
 
 from __future__ import annotations
@@ -16,11 +17,15 @@ import stat
 from pathlib import Path
 from typing import Any, Final
 
+from app.tools.bubblewrap.container_seccomp import BWRAP_WIDENINGS
 from infra.pod_specs import USERNS_SYSCTL
 
 from .pods import PodResult
+from .seccomp_profiles import allows
 
 _MISSING = re.compile(r"((?:[A-Z][A-Z0-9_]+)(?:, [A-Z][A-Z0-9_]+)*) (?:is|are) not set")
+# bwrap's own words, as the controller quotes them: up to the remedy it appends after ';'.
+_BWRAP_SAYS = re.compile(r"bwrap: [^;]+")
 _PATH = re.compile(r"(?<![\w.])(/(?:[\w.@+-]+/?)+)")
 _FAILURE_PREFIXES: Final = ("FAIL ", "error (", "ANALYST_FAILED", "rehearsal:")
 
@@ -43,6 +48,7 @@ def explain(result: PodResult) -> list[str]:
         found += _missing_variables(line, container, failed.where)
         found += _mounted_paths(line, pod, container, failed)
         found += _guest_setting(line, pod)
+        found += _seccomp_refusal(line, failed)
     return list(dict.fromkeys(found))
 
 
@@ -150,3 +156,22 @@ def _guest_setting(line: str, pod: Any) -> list[str]:
                 + f" the sandbox guest's {USERNS_SYSCTL} at 0, where a Nitro guest starts"
             ]
     return []
+
+
+def _seccomp_refusal(line: str, failed: Any) -> list[str]:
+    """bwrap stopped, and the container's profile lacks a call bwrap needs: name the field."""
+    said = _BWRAP_SAYS.search(line)
+    profile = failed.seccomp.profile()
+    if said is None or profile is None:
+        return []
+    found = []
+    for widening in BWRAP_WIDENINGS:
+        if allows(profile, widening):
+            continue
+        flags = f" with {', '.join(widening.flags)}" if widening.flags else ""
+        found.append(
+            f"{failed.seccomp.field}: the {failed.seccomp.kind} profile {failed.where} gets "
+            f"({failed.seccomp.source}) does not allow {widening.syscall}{flags}, which bwrap "
+            f"needs for {widening.needed_for}; bwrap stopped with '{said.group(0).strip()}'"
+        )
+    return found

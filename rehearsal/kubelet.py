@@ -24,6 +24,7 @@ from typing import Any, Final, TextIO
 from . import container_init
 from .image import IMAGES, ImageStandIn, layers
 from .network import ServiceAddress
+from .seccomp_profiles import SeccompChoice
 from .secret_values import ObjectData
 from .security import MASKED_PATHS, READONLY_PATHS, ConfigError, Privileges, privileges
 from .volumes import PodVolumes
@@ -57,6 +58,7 @@ class PodContext:
     hosts_file: Path
     stand_ins: list[dict[str, Any]]
     directory: Path
+    seccomp: dict[str, SeccompChoice]  # by the container's field path
     added_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -65,6 +67,7 @@ class ContainerRun:
     name: str
     where: str
     privileges: Privileges
+    seccomp: SeccompChoice
     env: dict[str, str]
     log: list[str] = field(default_factory=list)
     exit_code: int | None = None
@@ -161,6 +164,7 @@ def plan(pod: PodContext, container: dict[str, Any], where: str) -> ContainerRun
             }
         )
     unmasked = granted.unmasked_proc
+    seccomp = pod.seccomp[where]
     document = {
         "root": str(pod.directory / container["name"] / "root"),
         "scratch": str(pod.directory / container["name"] / "scratch"),
@@ -176,13 +180,16 @@ def plan(pod: PodContext, container: dict[str, Any], where: str) -> ContainerRun
         "workdir": container.get("workingDir", "/"),
         "env": env,
         "setpriv": granted.setpriv_args(),
+        "seccomp": None
+        if seccomp.file is None
+        else {"profile": str(seccomp.file), "no_new_privs": granted.no_new_privs},
         "argv": argv,
     }
     for key in ("root", "scratch"):
         Path(str(document[key])).mkdir(parents=True)
     plan_file = pod.directory / container["name"] / "plan.json"
     plan_file.write_text(json.dumps(document), encoding="utf-8")
-    return ContainerRun(container["name"], where, granted, env)
+    return ContainerRun(container["name"], where, granted, seccomp, env)
 
 
 def start(pod: PodContext, run: ContainerRun) -> subprocess.Popen[str]:

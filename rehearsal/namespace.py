@@ -20,6 +20,7 @@ from typing import Final, NoReturn
 from app.core.errors import LayerUnavailable
 
 STATE_DIR: Final = Path("/run/rehearsal")
+LIBSECCOMP: Final = "libseccomp.so.2"
 UNSHARE: Final = [
     "unshare",
     "--mount",
@@ -49,6 +50,12 @@ def check_machine() -> None:
     ):
         if shutil.which(program) is None:
             raise LayerUnavailable(f"{program} not found", f"apt-get install {package}")
+    try:
+        ctypes.CDLL(LIBSECCOMP)  # the runtime's seccomp step loads each container's profile
+    except OSError as error:
+        raise LayerUnavailable(
+            f"{LIBSECCOMP} cannot be loaded: {error}", "apt-get install libseccomp2"
+        ) from error
 
 
 def enter(argv: list[str]) -> NoReturn:

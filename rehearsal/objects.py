@@ -62,8 +62,11 @@ def _layer_of(job: Manifest) -> Layer:
     return Layer(job["metadata"]["labels"][env.LAYER_LABEL])
 
 
-def render(tweak: Tweak | None = None) -> StackUnderRehearsal:
-    config = stack_config(STACK)
+def render(
+    tweak: Tweak | None = None, settings: dict[str, str] | None = None
+) -> StackUnderRehearsal:
+    """The dev stack's objects, with `settings` over its config (as `pulumi config set` would)."""
+    config = stack_config(STACK, settings)
     objects = copy.deepcopy(stack_objects(config, DEPLOY_VALUES))
     if tweak is not None:
         tweak(objects)

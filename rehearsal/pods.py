@@ -26,6 +26,7 @@ from .kubelet import ContainerRun, PodContext
 from .network import ServiceAddress, hosts_file
 from .objects import Manifest, StackUnderRehearsal
 from .pod_identity import AUDIENCE, PodIdentityAgent, mutate
+from .seccomp_profiles import Node, SeccompChoice, choose
 from .secret_values import ObjectData
 from .security import ConfigError, not_simulated
 from .volumes import VolumeError, make_volumes
@@ -51,6 +52,7 @@ class PodResult:
     context: PodContext | None = None
     admitted: list[str] = field(default_factory=list)
     not_simulated: list[str] = field(default_factory=list)
+    seccomp: dict[str, SeccompChoice] = field(default_factory=dict)  # by container field path
     runs: list[ContainerRun] = field(default_factory=list)
     refusal: str = ""  # why the kubelet did not start it (the field is named)
     exit_code: int | None = None
@@ -71,11 +73,16 @@ class Kubelet:
     services: list[ServiceAddress]
     agent: PodIdentityAgent
     added_env: dict[str, str]
+    node: Node
     background: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def prepare(self, manifest: Manifest, name: str, result: PodResult) -> PodContext:
         spec: dict[str, Any] = manifest["spec"]["template"]["spec"]
         result.not_simulated = not_simulated(spec, POD_SPEC)
+        result.seccomp = {
+            where: choose(spec, container, pod_where=POD_SPEC, where=where, node=self.node)
+            for where, container in containers(spec)
+        }
         tokens: dict[str, bytes] = {}
         added_env: dict[str, str] = {}
         if spec.get("serviceAccountName") == self.stack.service_account:
@@ -104,6 +111,7 @@ class Kubelet:
             hosts_file=hosts,
             stand_ins=stand_ins,
             directory=directory,
+            seccomp=result.seccomp,
             added_env=added_env,
         )
 
@@ -125,15 +133,14 @@ class Kubelet:
             pod = result.context = self.prepare(job, result.name, result)
             if announce is not None:
                 announce(result)
-            for kind in ("initContainers", "containers"):
-                for index, container in enumerate(pod.spec.get(kind, [])):
-                    run = kubelet.plan(pod, container, f"{POD_SPEC}.{kind}[{index}]")
-                    result.runs.append(run)
-                    stream = echo if kind == "containers" else None
-                    code = kubelet.run_to_completion(pod, run, deadline, stream)
-                    if code != 0:
-                        result.exit_code = code
-                        return result
+            for where, container in containers(pod.spec):
+                run = kubelet.plan(pod, container, where)
+                result.runs.append(run)
+                stream = echo if ".containers[" in where else None
+                code = kubelet.run_to_completion(pod, run, deadline, stream)
+                if code != 0:
+                    result.exit_code = code
+                    return result
             result.exit_code = 0
         except (ConfigError, VolumeError) as error:
             result.refusal = str(error)
@@ -167,6 +174,15 @@ class Kubelet:
             process.kill()
             process.wait()
         self.background.clear()
+
+
+def containers(spec: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every container of a pod spec with its field path, init containers first, in order."""
+    return [
+        (f"{POD_SPEC}.{kind}[{index}]", container)
+        for kind in ("initContainers", "containers")
+        for index, container in enumerate(spec.get(kind, []))
+    ]
 
 
 def _probe_port(container: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@ from typing import Final, TextIO
 
 from app.core import cluster_env as env
 from app.core.roles import Layer
+from infra.targets import RuntimeTarget
 
 from . import namespace
 from .aws import RehearsalAws
@@ -19,12 +20,23 @@ from .nitro import compare_guests
 from .objects import BUCKET, ROLE_NAME, Tweak, render
 from .pod_identity import PodIdentityAgent
 from .pods import Kubelet, PodResult, pod_name, service_reaches
+from .seccomp_profiles import KUBELET_SECCOMP_ROOT, prepare_node
 from .secret_values import make_values
-from .verdicts import Verdicts, analyst_verdicts, init_outcome
+from .verdicts import (
+    Verdicts,
+    analyst_verdicts,
+    filter_counts,
+    init_outcome,
+    installed_profiles,
+)
 
+NITRO: Final = {
+    RuntimeTarget.ISOLATED_SANDBOX: "the Nitro VM: not simulated; every pod runs on this "
+    "machine's kernel (runtimeClassName is named below as not simulated)",
+    RuntimeTarget.HARDENED_CONTAINER: "the node: this machine's kernel runs every pod, as an "
+    "ordinary node's would (runtimeTarget hardened-container asks for no sandbox)",
+}
 STAND_INS: Final = (
-    "the Nitro VM: not simulated; every pod runs on this machine's kernel "
-    "(runtimeClassName is named below as not simulated)",
     "EKS Pod Identity: a stand-in webhook (the variables and the projected token it adds) and "
     "agent (169.254.170.23:80) that checks the pod's token and the role's trust policy",
     "S3, IAM and STS: a moto server with IAM enforcement, the stack's bucket, seeded objects, "
@@ -35,6 +47,14 @@ STAND_INS: Final = (
     "requirements-runtime.txt in a virtual environment of /usr/bin/python3 at /usr/local",
     "cluster DNS and Services: the Services' cluster names in each pod's /etc/hosts, their "
     "ClusterIPs on the rehearsal network's loopback, one network for every pod",
+    "the container runtime's seccomp: each container's profile loaded as runc loads it "
+    "(libseccomp, then exec); RuntimeDefault is containerd's default profile as "
+    "app/tools/bubblewrap/container_seccomp.py states it",
+)
+OPERATOR: Final = (
+    "the Security Profiles Operator and cert-manager: cluster installs (Helm charts), not "
+    "installed; the rehearsal writes each SeccompProfile object's spec where the operator writes "
+    f"it on every node, {KUBELET_SECCOMP_ROOT}/operator/<name>.json"
 )
 
 
@@ -43,6 +63,7 @@ class Options:
     layers: tuple[Layer, ...]
     comparison: bool
     stream: TextIO
+    settings: dict[str, str]
     tweak: Tweak | None = None
 
 
@@ -50,15 +71,21 @@ def rehearse(options: Options) -> int:
     out = options.stream
     verdicts = Verdicts(out)
     ensure_image(out)  # built before the namespaces; here only confirmed
-    stack = render(options.tweak)
+    stack = render(options.tweak, options.settings)
+    config = stack.config
     print(
-        f"==> rehearsal of the {stack.namespace} namespace: {len(stack.objects)} objects "
-        "rendered by infra.render_manifests (what `make manifests` writes)",
+        f"==> rehearsal of the {stack.namespace} namespace ({config.runtime_target} pods, case "
+        f"{config.case_id}): {len(stack.objects)} objects rendered by infra.render_manifests "
+        "(what `make manifests` writes)",
         file=out,
     )
-    for line in STAND_INS:
+    for line in (NITRO[config.runtime_target], *STAND_INS):
         print(f"  stand-in: {line}", file=out)
     state = namespace.mount_state()
+    node = prepare_node(state / "node", stack.objects)
+    if node.installed:
+        print(f"  stand-in: {OPERATOR}", file=out)
+    installed_profiles(node, verdicts)
     host_userns = namespace.host_max_user_namespaces()
     services = allocate(stack.services, stack.namespace)
     for address in services:
@@ -77,7 +104,7 @@ def rehearse(options: Options) -> int:
         agent.start()
         cleanup.callback(agent.stop)
         added = {"AWS_ENDPOINT_URL": aws.endpoint_url, env.REHEARSAL: env.REHEARSAL_ON}
-        kubelet = Kubelet(stack, state, make_values(stack), services, agent, added)
+        kubelet = Kubelet(stack, state, make_values(stack), services, agent, added, node)
         cleanup.callback(kubelet.stop)
         print(f"  moto: bucket {aws.bucket}, role {aws.role_arn}, at {aws.endpoint_url}", file=out)
         supplier = kubelet.start_deployment(stack.supplier)
@@ -108,6 +135,7 @@ def rehearse(options: Options) -> int:
             _pod_header(result, out, after=True)
             init_outcome(result, host_userns, verdicts)
             analyst_verdicts(result, layer, aws, agent, verdicts, added)
+            filter_counts(result, verdicts)
             for sentence in explain(result) if not result.succeeded else []:
                 verdicts.check(False, f"the failure comes from {sentence}")
             comparison = stack.comparison_jobs.get(layer)
@@ -131,5 +159,7 @@ def _pod_header(result: PodResult, out: TextIO, *, after: bool = False) -> None:
     print(f"==> pod {result.name} ({result.owner})", file=out)
     for line in result.admitted:
         print(f"  admission (Pod Identity webhook stand-in) added {line}", file=out)
+    for where, choice in result.seccomp.items():
+        print(f"  seccomp of {where}: {choice.describe()}", file=out)
     for line in result.not_simulated:
         print(f"  not simulated: {line}", file=out)

@@ -11,6 +11,7 @@ kubelet and the container runtime apply them; and every field the rehearsal does
   Unmasked`. https://kubernetes.io/docs/concepts/security/linux-kernel-security-constraints/
 - allowPrivilegeEscalation: false sets no_new_privs.
 - readOnlyRootFilesystem: the image's filesystem read-only, the volumes as mounted.
+- seccompProfile: the profile the runtime loads, chosen in rehearsal/seccomp_profiles.py.
 """
 
 from __future__ import annotations
@@ -68,7 +69,7 @@ POD_SIMULATED: Final = frozenset(
     }
 )
 POD_SECURITY_SIMULATED: Final = frozenset(
-    {"runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "supplementalGroups"}
+    {"runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "supplementalGroups", "seccompProfile"}
 )
 CONTAINER_SIMULATED: Final = frozenset(
     {"name", "image", "command", "args", "workingDir", "env", "volumeMounts", "securityContext"}
@@ -83,16 +84,21 @@ CONTAINER_SECURITY_SIMULATED: Final = frozenset(
         "allowPrivilegeEscalation",
         "capabilities",
         "procMount",
+        "seccompProfile",
     }
 )
 # Why a field is not simulated, where there is more to say than "not simulated".
 REASONS: Final = {
     "runtimeClassName": "no Nitro VM here: every pod runs on this machine's kernel",
     "affinity": "no scheduler: every pod runs on this one machine",
-    "seccompProfile": "the container runtime's seccomp profile is not applied",
     "appArmorProfile": "no AppArmor profile is loaded",
     "seLinuxOptions": "no SELinux labels",
-    "hostUsers": "no pod user namespace: uids are this machine's",
+    "hostUsers": (
+        "no user namespace for the pod, so its uids are this machine's: the rehearsal does not "
+        "show that root in this pod is not root on the node, the protection an unmasked /proc "
+        "relies on, nor the kubelet's idmapped volume mounts; bwrap's own user namespaces "
+        "inside the container are real"
+    ),
     "resources": "requests and limits are not enforced",
     "ports": "informational: the Services reach the pod directly",
     "readinessProbe": "applied by the rehearsal to the supplier pod before the Jobs start",

@@ -1,6 +1,7 @@
 """What the rehearsal itself checks about a Job's pod once it has run: its exit code and log,
 the cluster-mode lines in that log, where the report landed, what the init container did to
-the guest's setting, and what the Pod Identity agent served."""
+the guest's setting, what the Pod Identity agent served, and the seccomp filters the Job
+counted; and, before any pod, the profiles the operator stand-in put on the node."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from app.core.roles import ROLES, Layer
+from app.tools.inherited import over_inherited
 from infra.pod_specs import USERNS_SYSCTL
 
 from .aws import RehearsalAws
 from .pod_identity import PodIdentityAgent
 from .pods import PodResult
+from .seccomp_profiles import Node
 
 # The cluster-mode lines every analyst Job's log must hold, as PASS lines.
 CLUSTER_LINES: Final = (
@@ -136,4 +139,36 @@ def analyst_verdicts(
         f"  the rehearsal added {', '.join(added)} to the pod's environment; nothing else "
         "differs from the manifest",
         file=verdicts.stream,
+    )
+
+
+def installed_profiles(node: Node, verdicts: Verdicts) -> None:
+    """Each SeccompProfile the operator stand-in wrote is the committed profile, byte for byte."""
+    for installed in node.installed:
+        difference = installed.committed_difference()
+        verdicts.check(
+            not difference,
+            f"SeccompProfile {installed.name} carries the committed "
+            f"policies/bubblewrap/container-seccomp.json byte for byte (sha256 "
+            f"{installed.sha256[:12]}…), written to {installed.node_path}",
+            f"its spec differs from the committed file: {difference}",
+        )
+
+
+def filter_counts(result: PodResult, verdicts: Verdicts) -> None:
+    """The Job's filter counts (its PASS lines that read Seccomp_filters) hold exactly the filter
+    the container's profile gave the controller: one over the tool's own, or none."""
+    run = next((r for r in result.runs if r.name == "analyst"), None)
+    if run is None or not result.succeeded:
+        return
+    counts = [line for line in run.log if line.startswith("PASS ") and "Seccomp_filters " in line]
+    inherited = 0 if run.seccomp.file is None else 1
+    words = over_inherited(inherited) or "the controller itself runs under"
+    counted = [line for line in counts if words in line]
+    verdicts.check(
+        bool(counts) and len(counted) == (len(counts) if inherited else 0),
+        f"the Job's {len(counts)} filter counts each count in the {inherited} "
+        f"filter{'' if inherited == 1 else 's'} the controller holds from its container's "
+        f"profile ({run.seccomp.kind})",
+        f"{len(counted)} of them say {words!r}",
     )

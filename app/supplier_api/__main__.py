@@ -13,7 +13,7 @@ from app.supplier_api.log import RequestLog
 from app.supplier_api.server import bind, read_key_file, tls_context
 
 
-def _parser() -> argparse.ArgumentParser:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app.supplier_api",
         description="The synthetic supplier API: HTTPS only, one key, an append-only request log.",
@@ -26,6 +26,16 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         required=True,
         help="a case folder (case.json, optional supplier-availability.json); repeatable",
+    )
+    serve.add_argument(
+        "--case-dir-as",
+        nargs=2,
+        action="append",
+        default=[],
+        metavar=("ID", "DIR"),
+        help="a case folder served under ID rather than the case_id its case.json holds (the "
+        "AccessDenied control's case, under the id a run of the stack's case asks for); "
+        "repeatable",
     )
     serve.add_argument(
         "--key-file",
@@ -53,9 +63,15 @@ def _write_ready(path: Path, port: int) -> None:
     os.replace(partial, path)
 
 
+def case_folders(args: argparse.Namespace) -> list[tuple[Path, str | None]]:
+    """Each case folder with the id it is served under (None: its case.json's own)."""
+    folders: list[tuple[Path, str | None]] = [(folder, None) for folder in args.case_dir]
+    return folders + [(Path(folder), case_id) for case_id, folder in args.case_dir_as]
+
+
 def serve(args: argparse.Namespace) -> int:
     try:
-        catalog = load_catalog(args.case_dir)
+        catalog = load_catalog(case_folders(args))
         key = read_key_file(args.key_file)
         tls = tls_context(args.cert, args.key)
     except (CatalogError, OSError, ValueError) as exc:
@@ -81,7 +97,7 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    args = parser().parse_args(argv)
     return serve(args)
 
 

@@ -41,14 +41,19 @@ def _read_json(path: Path) -> object:
         raise CatalogError(f"cannot read {path}: {exc}; {hint}") from exc
 
 
-def load_case(case_dir: Path) -> SeededCase:
-    """Reads one case folder; availability defaults to every supplier of the case."""
+def load_case(case_dir: Path, served_as: str | None = None) -> SeededCase:
+    """Reads one case folder, served under its own case_id or ``served_as``; availability
+    defaults to every supplier of the case."""
     doc = _read_json(case_dir / "case.json")
     if not isinstance(doc, dict):
         raise CatalogError(f"{case_dir}/case.json must hold a JSON object")
     case_id = doc.get("case_id")
     if not is_valid_id(case_id):
         raise CatalogError(f"{case_dir}/case.json: case_id must match {ID_PATTERN.pattern}")
+    if served_as is not None:
+        if not is_valid_id(served_as):
+            raise CatalogError(f"--case-dir-as {served_as}: an id must match {ID_PATTERN.pattern}")
+        case_id = served_as
     suppliers = doc.get("suppliers")
     if not isinstance(suppliers, list) or not suppliers:
         raise CatalogError(f"{case_dir}/case.json: suppliers must be a non-empty list")
@@ -71,11 +76,12 @@ def load_case(case_dir: Path) -> SeededCase:
     return SeededCase(case_id, ids, availability)  # type: ignore[arg-type]
 
 
-def load_catalog(case_dirs: list[Path]) -> dict[str, SeededCase]:
-    """All seeded cases by id; the same case seeded twice is refused rather than shadowed."""
+def load_catalog(case_dirs: list[tuple[Path, str | None]]) -> dict[str, SeededCase]:
+    """All seeded cases by id, each folder with the id it is served under (None: its own);
+    the same id seeded twice is refused rather than shadowed."""
     catalog: dict[str, SeededCase] = {}
-    for case_dir in case_dirs:
-        case = load_case(case_dir)
+    for case_dir, served_as in case_dirs:
+        case = load_case(case_dir, served_as)
         if case.case_id in catalog:
             raise CatalogError(f"case {case.case_id} is seeded twice; pass each --case-dir once")
         catalog[case.case_id] = case

@@ -8,35 +8,44 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 
-from app.core.ids import OTHER_CASE_ID
+from app.core.case import case_key
+from app.core.control_case import control_case_document, renamed
+from app.core.ids import OTHER_CASE_ID, other_case_id
 
 from ..config import CASES_DIR, BucketOnDestroy, StackConfig
-
-# The case whose object the analyst must NOT be able to read (the AccessDenied control).
-OTHER_CASE = OTHER_CASE_ID
 
 
 @dataclass(frozen=True)
 class SeedObject:
-    """One file of the repository's case folders and the store key it is uploaded to."""
+    """One file of the repository's case folders and the store key it is uploaded to.
+
+    ``content``: the bytes to upload instead of the file's own, for the control case's template
+    under another id.
+    """
 
     key: str
     source: Path
+    content: bytes | None = None
+
+    def data(self) -> bytes:
+        return self.content if self.content is not None else self.source.read_bytes()
 
 
 def seed_objects(case_id: str, cases_dir: Path = CASES_DIR) -> list[SeedObject]:
-    """The case document, each of its proposals, and the other case's document, by store key."""
+    """The case document, each of its proposals, and the AccessDenied control's case document
+    under the id the controller reads it by (`other_case_id`), by store key."""
     case_dir = cases_dir / case_id
-    objects = [SeedObject(f"cases/{case_id}/case.json", case_dir / "case.json")]
+    objects = [SeedObject(case_key(case_id), case_dir / "case.json")]
     objects += [
         SeedObject(f"proposals/{case_id}/{proposal.name}", proposal)
         for proposal in sorted((case_dir / "proposals").glob("*.json"))
     ]
-    if case_id != OTHER_CASE:
-        objects.append(
-            SeedObject(f"cases/{OTHER_CASE}/case.json", cases_dir / OTHER_CASE / "case.json")
-        )
-    return objects
+    template = cases_dir / OTHER_CASE_ID
+    control = SeedObject(case_key(other_case_id(case_id)), template / "case.json")
+    if renamed(case_id):
+        # The stack's own case is the template's: the control is the template under another id.
+        control = SeedObject(control.key, control.source, control_case_document(case_id, template))
+    return [*objects, control]
 
 
 class CaseStore(pulumi.ComponentResource):
@@ -131,7 +140,9 @@ class CaseStore(pulumi.ComponentResource):
                 f"{name}-{seed.key.replace('/', '-').removesuffix('.json')}",
                 bucket=bucket.id,
                 key=seed.key,
-                source=pulumi.FileAsset(str(seed.source)),
+                source=pulumi.FileAsset(str(seed.source))
+                if seed.content is None
+                else pulumi.StringAsset(seed.content.decode()),
                 content_type="application/json",
                 opts=self._opts,
             )

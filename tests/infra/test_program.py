@@ -3,10 +3,18 @@ layers, storage, and stack outputs, from runs under the recording mock engine.""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
+from app.core import cluster_env as env
+from app.core.case import case_key
+from app.core.ids import other_case_id
+from app.core.repo import CASES_DIR, REPO_ROOT
+from app.supplier_api.__main__ import case_folders
+from app.supplier_api.__main__ import parser as supplier_parser
+from app.supplier_api.catalog import load_catalog
 from tests.support.stack_run import (
     AWS_PROVIDER_TYPE,
     CREATE_MODE,
@@ -243,6 +251,42 @@ def test_the_case_its_proposals_and_one_other_case_are_uploaded(default_stack: S
     assert objects["cases/rfp-other/case.json"]["inputs"]["source"]["__asset__"].endswith(
         "cases/rfp-other/case.json"
     )
+
+
+def test_a_stack_whose_case_is_the_control_template_seeds_the_control_under_the_id_read() -> None:
+    # The controller reads the control case by other_case_id: for rfp-other, rfp-other-2.
+    stack = run_stack(caseId="rfp-other")
+    objects = {
+        r["inputs"]["key"]: r["inputs"]["source"]
+        for r in stack.of_type("aws:s3/bucketObjectv2:BucketObjectv2")
+    }
+    control = case_key(other_case_id("rfp-other"))
+    assert set(objects) == {
+        "cases/rfp-other/case.json",
+        "proposals/rfp-other/lumen.json",
+        control,
+    }
+    assert control == "cases/rfp-other-2/case.json"
+    document = json.loads(objects[control]["__asset_text__"])
+    template = json.loads((CASES_DIR / "rfp-other" / "case.json").read_text())
+    assert document == {**template, "case_id": "rfp-other-2"}
+
+
+def test_that_stacks_supplier_serves_both_cases_under_the_ids_the_controller_asks_for() -> None:
+    deployment = run_stack(caseId="rfp-other").one("kubernetes:apps/v1:Deployment")
+    command = deployment["inputs"]["spec"]["template"]["spec"]["containers"][0]["command"]
+    assert command[4:9] == [
+        "--case-dir",
+        "/opt/analyst/cases/rfp-other",
+        "--case-dir-as",
+        "rfp-other-2",
+        "/opt/analyst/cases/rfp-other",
+    ]
+    # The supplier API's own parser and catalog, on this checkout's folders, serve them so.
+    args = supplier_parser().parse_args(
+        [part.replace(env.APP_DIR, str(REPO_ROOT)) for part in command[3:]]
+    )
+    assert set(load_catalog(case_folders(args))) == {"rfp-other", other_case_id("rfp-other")}
 
 
 def test_the_supplier_api_has_two_cluster_ip_services_on_one_pod(default_stack: StackRun) -> None:

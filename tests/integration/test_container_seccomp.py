@@ -1,10 +1,10 @@
 """The hardened container's seccomp profile, applied to real bwrap runs on this machine.
 
 bwrap runs at the tool's uid under the profile, loaded the way a runtime loads a container's
-(tests/support/seccomp_exec.py: libseccomp, no_new_privs, then exec), with the reader's real
-argument vector and baseline filter. Under the runtime's default profile bwrap cannot start;
-under the project's profile every role runs; without any one widening, bwrap stops on the step
-that needed it, with its own words and exit status 1.
+(rehearsal/runtime_seccomp.py, the rehearsal's runtime step: libseccomp, no_new_privs, then
+exec), with the reader's real argument vector and baseline filter. Under the runtime's default
+profile bwrap cannot start; under the project's profile every role runs; without any one
+widening, bwrap stops on the step that needed it, with its own words and exit status 1.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration
 
-SECCOMP_EXEC = Path(__file__).resolve().parents[1] / "support" / "seccomp_exec.py"
+RUNTIME_SECCOMP = Path(__file__).resolve().parents[2] / "rehearsal" / "runtime_seccomp.py"
 
 # What bwrap 0.8.0 prints, word for word, when the step a widening allows is refused (EPERM, the
 # runtime default's answer). Its words for a refused clone blame the kernel's user namespace
@@ -62,8 +62,8 @@ class UnderProfile:
         self.base = base
         self.layer = layer
         # The tool's uid reads the loader from here, not from a checkout it may not enter.
-        self.loader = base / "seccomp_exec.py"
-        shutil.copyfile(SECCOMP_EXEC, self.loader)
+        self.loader = base / "runtime_seccomp.py"
+        shutil.copyfile(RUNTIME_SECCOMP, self.loader)
         os.chmod(self.loader, 0o644)
 
     def run(
@@ -75,7 +75,7 @@ class UnderProfile:
         fd = program_fd(baseline_filter())
         try:
             argv = self.layer.role_argv(role) + per_call_args([fd], "proc-status", [])
-            command = [INTERPRETER, str(self.loader), str(profile), "--"]
+            command = [INTERPRETER, str(self.loader), "--no-new-privs", str(profile), "--"]
             command += [self.layer.readings.path, *argv[1:]]
             return subprocess.run(
                 command,

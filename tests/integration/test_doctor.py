@@ -4,7 +4,7 @@ Each removal is real and confined to the command: a PATH without bwrap; a stand-
 max_user_namespaces of 0 bound over the real one in a private mount namespace (the host's
 sysctl is never written); the container runtime's masked /proc, simulated the same way; the
 runtime's default seccomp profile and a filter that answers Landlock's syscalls with ENOSYS,
-loaded into the command (tests/support/seccomp_exec.py); /dev/null bound over libseccomp and
+loaded into the command (rehearsal/runtime_seccomp.py); /dev/null bound over libseccomp and
 over the interpreter; a closed work directory; a nono_py that fails to import. Where the same
 piece stops a run, the run's one error names it too.
 """
@@ -32,7 +32,7 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="the removals need root in a mount namespace"),
 ]
 
-SECCOMP_EXEC = REPO_ROOT / "tests" / "support" / "seccomp_exec.py"
+RUNTIME_SECCOMP = REPO_ROOT / "rehearsal" / "runtime_seccomp.py"
 DOCTOR = [sys.executable, "-m", "app.controller", "doctor"]
 RUN_BUBBLEWRAP = [sys.executable, "-m", "app.controller", "run", "--layer", "bubblewrap"]
 LIBSECCOMP_FILE = "/usr/lib/x86_64-linux-gnu/libseccomp.so.2.5.4"
@@ -151,7 +151,7 @@ def test_a_masked_proc_is_named_with_bwraps_own_words(out_dir: Path) -> None:
 def _under_profile(profile: dict[str, object], command: Sequence[str], base: Path) -> list[str]:
     path = base / "profile.json"
     path.write_text(json.dumps(profile))
-    return [sys.executable, str(SECCOMP_EXEC), str(path), "--", *command]
+    return [sys.executable, str(RUNTIME_SECCOMP), "--no-new-privs", str(path), "--", *command]
 
 
 def test_the_runtime_default_seccomp_profile_is_named_and_the_projects_passes(

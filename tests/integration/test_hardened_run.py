@@ -2,9 +2,10 @@
 
 In a hardened-container pod the runtime loads the Localhost profile into the container's first
 process, so the controller, bwrap and every tool run under it. Here the controller is started
-the same way (tests/support/seccomp_exec.py loads the committed profile, then execs it): the
-whole bubblewrap run passes, its filter counts reading the inherited filter; under the runtime's
-default profile the same command stops at preflight with the one error naming the refusal.
+the same way (rehearsal/runtime_seccomp.py, the rehearsal's runtime step, loads the committed
+profile, then execs it): the whole bubblewrap run passes, its filter counts reading the inherited
+filter; under the runtime's default profile the same command stops at preflight with the one
+error naming the refusal.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tests.support.stack_run import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
-SECCOMP_EXEC = REPO_ROOT / "tests" / "support" / "seccomp_exec.py"
+RUNTIME_SECCOMP = REPO_ROOT / "rehearsal" / "runtime_seccomp.py"
 
 
 @pytest.fixture
@@ -40,7 +41,8 @@ def base() -> Iterator[Path]:
 def _run_under(
     profile: Path, base: Path, layer: str = "bubblewrap"
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(SECCOMP_EXEC), str(profile), "--", sys.executable]
+    command = [sys.executable, str(RUNTIME_SECCOMP), "--no-new-privs", str(profile), "--"]
+    command.append(sys.executable)
     command += ["-m", "app.controller", "run", "--layer", layer]
     command += ["--workdir", str(base / "work"), "--out", str(base / "out")]
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANALYST_"))}

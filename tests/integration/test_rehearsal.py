@@ -1,5 +1,7 @@
-"""`python -m rehearsal`: both layers' pods pass as rendered, and each pod spec broken on purpose
-makes the rehearsal fail with a message that names the field, found by running it."""
+"""`python -m rehearsal`: both layers' pods pass as rendered, under either runtime target and
+with the control case renamed, each container under the seccomp profile its runtime would load;
+and each pod spec broken on purpose makes the rehearsal fail with a message that names the
+field, found by running it."""
 
 from __future__ import annotations
 
@@ -55,9 +57,70 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "PASS the controller reaches the supplier API by its Service's cluster DNS name "
         "supplier-api.procurement-analyst-dev.svc.cluster.local (10.96.0.10:8443)",
         "has no route to the supplier's 10.96.0.10:8443, which the controller reaches: ENETUNREACH",
+        # Each container's seccomp profile, as containerd chooses it, and what the controller saw.
+        "seccomp of spec.template.spec.containers[0]: none: a privileged container gets no "
+        "profile from containerd",
+        "seccomp of spec.template.spec.containers[0]: RuntimeDefault (spec.template.spec."
+        "containers[0].securityContext.seccompProfile): containerd's default profile, loaded "
+        "before the command runs",
+        "PASS rehearsal: the Job's 2 filter counts each count in the 0 filters the controller "
+        "holds from its container's profile (none)",
+        "PASS rehearsal: the Job's 2 filter counts each count in the 1 filter the controller "
+        "holds from its container's profile (RuntimeDefault)",
+        "PASS it runs under 2 seccomp filters of its own, nono's and the baseline it installed "
+        "before reading its arguments, over the 1 the controller itself runs under (its "
+        "container's profile): Seccomp mode 2, Seccomp_filters 3",
     ):
         assert claim in out, claim
     assert out.count("ANALYST_COMPLETE=") == 2
+    assert "seccompProfile=" not in out  # applied, so never listed as not simulated
+
+
+def test_the_hardened_container_shape_passes_under_its_localhost_profile() -> None:
+    done = _rehearse(
+        "run", "--layer", "bubblewrap", "--runtime-target", "hardened-container", "--no-comparison"
+    )
+    assert done.returncode == 0
+    out = done.stdout
+    assert "\nFAIL " not in out and "FAIL rehearsal" not in out
+    for claim in (
+        "(hardened-container pods, case rfp-001)",
+        "PASS rehearsal: SeccompProfile procurement-analyst-dev-bwrap carries the committed "
+        "policies/bubblewrap/container-seccomp.json byte for byte",
+        "seccomp of spec.template.spec.containers[0]: Localhost (spec.template.spec."
+        "securityContext.seccompProfile): /var/lib/kubelet/seccomp/operator/"
+        "procurement-analyst-dev-bwrap.json, the spec of SeccompProfile "
+        "procurement-analyst-dev-bwrap",
+        "not simulated: spec.template.spec.hostUsers=False: no user namespace for the pod",
+        "PASS the controller runs as uid 1000, gid 1000 and holds no capability it could use "
+        "(CapEff 0000000000000000, CapPrm 0000000000000000); its other readings: CapBnd "
+        "0000000000000000, NoNewPrivs 1, Seccomp 2",
+        "PASS the reader runs under exactly one seccomp filter of its own, the baseline this "
+        "controller compiled, over the 1 the controller itself runs under (its container's "
+        "profile): Seccomp mode 2, Seccomp_filters 2",
+        "PASS rehearsal: the bubblewrap Job's pod analyst-bubblewrap-",
+        "PASS rehearsal: the Job's 2 filter counts each count in the 1 filter the controller "
+        "holds from its container's profile (Localhost)",
+    ):
+        assert claim in out, claim
+    # No sandbox here: no RuntimeClass, no init container, the node's own userns setting.
+    assert "runtimeClassName" not in out and "raise-userns-limit" not in out
+    assert out.count("ANALYST_COMPLETE=") == 1
+
+
+def test_a_stack_whose_case_is_the_control_template_serves_the_control_under_its_new_id() -> None:
+    done = _rehearse("run", "--layer", "nono", "--case-id", "rfp-other", "--no-comparison")
+    assert done.returncode == 0
+    for claim in (
+        "(isolated-sandbox pods, case rfp-other)",
+        "PASS IAM returns AccessDenied for reading another case's object",
+        "PASS control: the supplier API accepts GET /cases/rfp-other-2/suppliers from the "
+        "controller with the real key, outside any profile: 200",
+        "PASS writer: GET /cases/rfp-other-2/suppliers through its proxy returns 403",
+        "PASS rehearsal: the report landed in the store: s3://procurement-analyst-rehearsal/"
+        "reports/rfp-other/",
+    ):
+        assert claim in done.stdout, claim
 
 
 @pytest.mark.parametrize(
@@ -101,6 +164,40 @@ def test_a_broken_pod_spec_fails_naming_the_field(layer: str, change: str, field
     )
     assert done.returncode == 1
     assert field in done.stdout
+    assert "ANALYST_COMPLETE=" not in done.stdout
+
+
+def test_a_hardened_profile_without_pivot_root_fails_naming_the_seccomp_field() -> None:
+    # The SeccompProfile object as a plausible slip would leave it: one widening short.
+    done = _rehearse(
+        "run",
+        "--layer",
+        "bubblewrap",
+        "--runtime-target",
+        "hardened-container",
+        "--no-comparison",
+        "--change",
+        "tests.support.rehearsal_changes:profile_without_pivot_root",
+    )
+    assert done.returncode == 1
+    lines = [line for line in done.stdout.splitlines() if line.startswith("FAIL rehearsal")]
+    assert lines[0] == (
+        "FAIL rehearsal: SeccompProfile procurement-analyst-dev-bwrap carries the committed "
+        "policies/bubblewrap/container-seccomp.json byte for byte (sha256 "
+        + lines[0].split("(sha256 ")[1].split(")")[0]
+        + "), written to /var/lib/kubelet/seccomp/operator/procurement-analyst-dev-bwrap.json "
+        "(its spec differs from the committed file: it names no pivot_root)"
+    )
+    assert lines[-1].startswith(
+        "FAIL rehearsal: the failure comes from spec.template.spec.securityContext."
+        "seccompProfile: the Localhost profile spec.template.spec.containers[0] gets "
+        "(/var/lib/kubelet/seccomp/operator/procurement-analyst-dev-bwrap.json, the spec of "
+        "SeccompProfile procurement-analyst-dev-bwrap (sha256 "
+    )
+    assert lines[-1].endswith(
+        "does not allow pivot_root, which bwrap needs for making the new tmpfs the tool's root; "
+        "bwrap stopped with 'bwrap: pivot_root: Operation not permitted'"
+    )
     assert "ANALYST_COMPLETE=" not in done.stdout
 
 

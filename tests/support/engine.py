@@ -89,6 +89,8 @@ def _plain(value: Any) -> Any:
         return [_plain(item) for item in value]
     if isinstance(value, pulumi.FileAsset):
         return {"__asset__": str(value.path)}
+    if isinstance(value, pulumi.StringAsset):
+        return {"__asset_text__": value.text}
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if value is None or isinstance(value, str | int | float | bool):

@@ -5,8 +5,8 @@
     app.tools.worker -> nothing of the app (it runs alone inside the sandbox)
     infra -> app.core (what it renders: the contracts and policies), never tools or controller
     rehearsal -> infra and app (it runs what infra renders with the app's stand-ins); nothing
-                 imports it, and its container_init (run before a container exists) imports
-                 nothing of the project
+                 imports it, and its container_init (run before a container exists) and
+                 runtime_seccomp (run as a container starts) import nothing of the project
 
 Every import statement counts, including those inside functions and TYPE_CHECKING blocks: a
 circle hidden behind a lazy import is still a circle.
@@ -163,5 +163,6 @@ def test_nothing_imports_the_rehearsal() -> None:
             assert not inward, f"{module} imports {inward}"
 
 
-def test_the_container_init_imports_nothing_of_the_project() -> None:
-    assert GRAPH["rehearsal.container_init"] == []
+@pytest.mark.parametrize("module", ["rehearsal.container_init", "rehearsal.runtime_seccomp"])
+def test_the_container_start_imports_nothing_of_the_project(module: str) -> None:
+    assert GRAPH[module] == []

@@ -33,3 +33,24 @@ def test_help_names_the_commands_the_stand_ins_and_the_exit_codes() -> None:
     ):
         assert words in text, words
     assert "--layer" in _help("run") and "--change MODULE:FUNCTION" in _help("run")
+
+
+def test_run_and_all_take_the_stack_settings_they_rehearse() -> None:
+    for command in ("run", "all"):
+        text = _help(command)
+        assert "--runtime-target {isolated-sandbox,hardened-container}" in text
+        assert "--case-id ID" in text
+
+
+def test_a_bad_stack_setting_is_bad_input_before_anything_starts() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rehearsal", "run", "--layer", "nono", "--case-id", "rfp-404"],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert "procurement-analyst:caseId: has no folder cases/rfp-404/case.json" in done.stderr

@@ -53,7 +53,18 @@ def test_catalog_refuses_bad_availability_and_duplicates(tmp_path: Path) -> None
     with pytest.raises(CatalogError, match="true or false"):
         load_case(tmp_path)
     with pytest.raises(CatalogError, match="seeded twice"):
-        load_catalog([CASES / "rfp-001", CASES / "rfp-001"])
+        load_catalog([(CASES / "rfp-001", None), (CASES / "rfp-001", None)])
+
+
+def test_catalog_serves_a_folder_under_another_id_and_refuses_a_bad_one() -> None:
+    template = CASES / "rfp-other"
+    catalog = load_catalog([(template, None), (template, "rfp-other-2")])
+    assert set(catalog) == {"rfp-other", "rfp-other-2"}
+    assert catalog["rfp-other-2"].supplier_ids == catalog["rfp-other"].supplier_ids == ("lumen",)
+    with pytest.raises(CatalogError, match=r"--case-dir-as \.\./x: an id must match"):
+        load_case(template, "../x")
+    with pytest.raises(CatalogError, match="case rfp-other is seeded twice"):
+        load_catalog([(template, None), (CASES / "rfp-001", "rfp-other")])
 
 
 def test_pki_names_and_chain(tmp_path: Path) -> None:

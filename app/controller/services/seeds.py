@@ -8,17 +8,14 @@ become a link); the control's case is the shipped template with its id set for t
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.case import CaseFolder, case_key, proposal_key
-from app.core.ids import AVAILABILITY_FILE, OTHER_CASE_ID, other_case_id
-from app.core.repo import CASES_DIR
-
-CONTROL_TEMPLATE = CASES_DIR / OTHER_CASE_ID
+from app.core.control_case import CONTROL_TEMPLATE, control_case_document
+from app.core.ids import AVAILABILITY_FILE, other_case_id
 
 
 @dataclass(frozen=True)
@@ -69,6 +66,4 @@ def run_seed(folder: CaseFolder) -> SeedCase:
 
 def control_seed(run_case_id: str, template: Path = CONTROL_TEMPLATE) -> SeedCase:
     """The control's case document: the shipped template under the id this run must not read."""
-    document = json.loads((template / "case.json").read_bytes())
-    document["case_id"] = other_case_id(run_case_id)
-    return SeedCase(document["case_id"], (json.dumps(document, indent=2) + "\n").encode())
+    return SeedCase(other_case_id(run_case_id), control_case_document(run_case_id, template))
