@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from contextlib import ExitStack, closing
 from pathlib import Path
+from typing import Any
 
 from app.controller.run import RunOptions, plan_run, prepared_run
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
@@ -81,7 +82,7 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def whole_case(layer: Layer) -> dict[str, float | None]:
+def whole_case(layer: Layer) -> dict[str, Any]:
     """One case in a child process, so its peak memory is its own and nothing else's."""
     start = time.perf_counter()
     done = subprocess.run(
@@ -132,7 +133,19 @@ def main(argv: list[str] | None = None) -> int:
             print("  largest tool process peak        n/a  (/proc is outside the nono profiles)")
         else:
             print(f"  largest tool process peak   {tool_kib / 1024:8.1f} MiB")
+        print_phases(w["timing"])
     return 0
+
+
+def print_phases(rows: list[dict[str, Any]]) -> None:
+    """The run's own phase table (evidence.json's "timing")."""
+    header = f"{'phase':<20} {'wall ms':>8} {'controller':>10} {'children':>9} {'services':>9}"
+    print(f"  {header} tools")
+    for row in rows:
+        print(
+            f"  {row['phase']:<20} {row['wall_ms']:8.1f} {row['controller_cpu_ms']:10.1f} "
+            f"{row['child_cpu_ms']:9.1f} {row['service_cpu_ms']:9.1f} {row['tool_processes']:5d}"
+        )
 
 
 if __name__ == "__main__":

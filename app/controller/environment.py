@@ -87,6 +87,9 @@ class Services:
     # Where the run wrote secrets of its own (locally: the AWS credentials and the supplier
     # key); None in the cluster, whose secrets are the pod's mounts.
     secrets_dir: Path | None = None
+    # The processes of the services the run started itself (locally: moto and the supplier
+    # API), for the run's phase table.
+    pids: tuple[int, ...] = ()
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -125,11 +128,13 @@ class LocalMode(RunMode):
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         case, other = run_seed(folder), control_seed(folder.case.case_id)
-        aws = stack.enter_context(LocalAws(paths, tool, case, other))
+        local_aws = LocalAws(paths, tool, case, other)
+        aws = stack.enter_context(local_aws)
         # The supplier API reads the controller's own copies, never the user's folder again.
         seeds = paths.top / "seeds"
         case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
-        supplier = stack.enter_context(LocalSupplierService(paths, tool, case_dirs))
+        local_supplier = LocalSupplierService(paths, tool, case_dirs)
+        supplier = stack.enter_context(local_supplier)
         session = aws.session()
         # Loaded now, while the credentials file exists: the run removes it once the last tool
         # process has run, and boto3 keeps what it loaded.
@@ -152,6 +157,7 @@ class LocalMode(RunMode):
             ),
             model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, OfflineModel),
             secrets_dir=paths.secrets,
+            pids=tuple(pid for pid in (local_aws.pid, local_supplier.pid) if pid is not None),
         )
 
 

@@ -326,6 +326,11 @@ class LocalAws:
             expected_caller_arn=str(assumed["AssumedRoleUser"]["Arn"]),
         )
 
+    @property
+    def pid(self) -> int | None:
+        """moto's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
     def admin_store(self) -> CaseStore:
         """The store as the local admin: the control that shows an object the analyst is
         refused does exist. Local only; the cluster has no admin in the controller."""

@@ -146,6 +146,11 @@ class LocalSupplierService:
             key_file=key_file,
         )
 
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
     def stop(self) -> None:
         process, self._process = self._process, None
         stop_process(process)

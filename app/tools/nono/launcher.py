@@ -23,7 +23,7 @@ from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_PACKAGE
-from app.tools.execution import SYSTEM_PATH, TOOL_TIMEOUT_SECONDS, parse_output
+from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.held import HeldReading, read_while_held
@@ -234,6 +234,7 @@ class NonoLayer(ConfinementLayer):
         drop = self.run.tool.process_identity()
         try:
             caps = self._capabilities(role, profile)
+            TOOL_STARTS.add()
             result = nono_py.sandboxed_exec(
                 caps,
                 command,
