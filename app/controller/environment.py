@@ -128,13 +128,20 @@ class LocalMode(RunMode):
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         case, other = run_seed(folder), control_seed(folder.case.case_id)
+        # Both services start at once, moto first (its start is the longest), and each is
+        # waited for only when it is needed: moto answers the bootstrap once it is up, and the
+        # supplier API has long been ready by the time moto is provisioned.
         local_aws = LocalAws(paths, tool, case, other)
-        aws = stack.enter_context(local_aws)
+        stack.callback(local_aws.stop)
+        local_aws.start()
         # The supplier API reads the controller's own copies, never the user's folder again.
         seeds = paths.top / "seeds"
         case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
         local_supplier = LocalSupplierService(paths, tool, case_dirs)
-        supplier = stack.enter_context(local_supplier)
+        stack.callback(local_supplier.stop)
+        local_supplier.start()
+        aws = local_aws.provision()
+        supplier = local_supplier.ready()
         session = aws.session()
         # Loaded now, while the credentials file exists: the run removes it once the last tool
         # process has run, and boto3 keeps what it loaded.

@@ -28,7 +28,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +36,7 @@ from typing import Any, Literal
 import boto3
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import SeedCase
@@ -46,6 +45,7 @@ from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
 from app.core.errors import RunStopped
 from app.core.iam_policy import render_permissions_policy
+from app.core.repo import REPO_ROOT
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 # The services the stand-in is asked for.
@@ -58,6 +58,8 @@ PROFILE = "analyst"
 ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
 LOOPBACK = "127.0.0.1"
+MOTO_LOG = "moto.log"
+# How long the bootstrap's first request may wait for moto to start and answer.
 STARTUP_TIMEOUT_SECONDS = 30.0
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
@@ -112,66 +114,60 @@ class LocalAwsSettings:
         return CaseStore.from_session(self.session(), self.bucket, endpoint_url=self.endpoint_url)
 
 
-def _free_port() -> int:
-    # moto_server cannot report a port it chose itself, so one is picked here; the window
-    # between close and moto's bind is the only race, and start-up fails loudly if it is lost.
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
-
-
-def _moto_server() -> Path:
-    path = Path(sys.executable).parent / "moto_server"
-    if not path.exists():
-        raise LocalAwsError(
-            f"{path} not found; install moto[server] into the environment of {sys.executable}"
-        )
-    return path
+def _moto_program() -> list[str]:
+    """moto's server, run from this environment's interpreter (moto_listener's docstring)."""
+    return [sys.executable, "-m", "app.controller.services.moto_listener"]
 
 
 def start_moto_server(
     state_dir: Path, no_auth_requests: int
 ) -> tuple[subprocess.Popen[bytes], str]:
     """A moto server on loopback that serves ``no_auth_requests`` requests without checking
-    them and enforces IAM on every later one; returns the process and its endpoint URL."""
-    port = _free_port()
-    endpoint_url = f"http://{LOOPBACK}:{port}"
-    env = {
-        "PATH": os.defpath,
-        "LC_ALL": "C.UTF-8",
-        "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
-    }
-    log_path = state_dir / "moto.log"
-    with log_path.open("wb") as log:
-        # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
-        # controller's to handle), and working in its own state directory, which names the run
-        # it belongs to.
-        process = subprocess.Popen(
-            tethered([str(_moto_server()), "-H", LOOPBACK, "-p", str(port)]),
-            env=env,
-            cwd=state_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        # A bare TCP connect: an HTTP probe would be an S3 request and use up a bootstrap call.
-        try:
-            socket.create_connection((LOOPBACK, port), timeout=1).close()
-            return process, endpoint_url
-        except OSError:
-            time.sleep(0.1)
-    output = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
-    stop_process(process)
-    raise LocalAwsError(
-        f"moto_server did not listen on {LOOPBACK}:{port} within "
-        f"{STARTUP_TIMEOUT_SECONDS:.0f}s (output: {output.strip() or 'empty'}); "
-        "check moto[server] is installed and the port is free"
-    )
+    them and enforces IAM on every later one; returns the process and its endpoint URL.
+
+    The port is this run's from the moment it is bound here; the first request may be sent at
+    once, and waits in the socket's backlog until moto serves it (``moto_failure`` says why
+    one was not answered)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(64)
+        port = int(listener.getsockname()[1])
+        env = {
+            "PATH": os.defpath,
+            "LC_ALL": "C.UTF-8",
+            "PYTHONPATH": str(REPO_ROOT),
+            "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
+        }
+        with (state_dir / MOTO_LOG).open("wb") as log:
+            # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
+            # controller's to handle), and working in its own state directory, which names the
+            # run it belongs to.
+            process = subprocess.Popen(
+                tethered([*_moto_program(), str(listener.fileno())]),
+                env=env,
+                cwd=state_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,
+            )
+    finally:
+        # moto holds its own copy: if it dies, connecting is refused rather than left waiting.
+        listener.close()
+    return process, f"http://{LOOPBACK}:{port}"
+
+
+def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
+    """Why moto did not answer, for an error message: its exit status and the end of its log."""
+    try:
+        output = (state_dir / MOTO_LOG).read_text(encoding="utf-8", errors="replace")[-2000:]
+    except OSError:
+        output = ""
+    code = None if process is None else process.poll()
+    status = "still running" if code is None else f"exited {code}"
+    return f"moto_listener {status} (output: {output.strip() or 'empty'})"
 
 
 class LocalAws:
@@ -197,10 +193,14 @@ class LocalAws:
         self._process: subprocess.Popen[bytes] | None = None
         self._endpoint_url = ""
         self._admin: dict[str, str] = {}
+        # One session for every client made here: botocore then reads its service models
+        # once, not once per client. It holds no credentials; each client is given its own.
+        self._boto = boto3.session.Session()
 
     # -- moto -----------------------------------------------------------------------------
 
-    def _start_moto(self) -> None:
+    def start(self) -> None:
+        """Starts moto without waiting for it: ``provision`` sends the first request."""
         self.state_dir.mkdir(mode=0o700)
         self._process, self._endpoint_url = start_moto_server(self.state_dir, len(BOOTSTRAP_CALLS))
 
@@ -210,8 +210,10 @@ class LocalAws:
         config = Config(
             retries={"mode": "standard"} if retries else {"total_max_attempts": 1},
             s3={"addressing_style": "path"},
+            # The bootstrap's first request waits for moto to start.
+            read_timeout=STARTUP_TIMEOUT_SECONDS,
         )
-        return boto3.session.Session().client(
+        return self._boto.client(
             service,
             endpoint_url=self._endpoint_url,
             region_name=self.region,
@@ -249,7 +251,7 @@ class LocalAws:
             raise
         raise LocalAwsError(
             "moto accepted an unknown access key after the bootstrap calls, so IAM is not "
-            "enforced; check INITIAL_NO_AUTH_ACTION_COUNT reaches moto_server"
+            "enforced; check INITIAL_NO_AUTH_ACTION_COUNT reaches moto_listener"
         )
 
     def _seed(self, admin: tuple[str, str]) -> str:
@@ -300,9 +302,21 @@ class LocalAws:
         return path
 
     def __enter__(self) -> LocalAwsSettings:
-        self._start_moto()
+        self.start()
+        return self.provision()
+
+    def provision(self) -> LocalAwsSettings:
+        """Bootstraps moto's admin, seeds the store and the analyst's role, and writes the
+        analyst's credentials; stops moto if any of it fails."""
         try:
-            admin = self._bootstrap_admin()
+            try:
+                admin = self._bootstrap_admin()
+            except BotoCoreError as error:
+                raise LocalAwsError(
+                    f"moto did not answer the first request ({error}): "
+                    f"{moto_failure(self._process, self.state_dir)}",
+                    "check moto[server] is installed in this environment",
+                ) from error
             self._require_enforcement()
             self._admin = {"key": admin[0], "secret": admin[1]}
             admin_arn = self._client("sts", admin).get_caller_identity()["Arn"]
