@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TextIO
 
+from app.controller.bytecode import WorkerBytecode
 from app.controller.environment import RunMode, Services, mode_from_environment
 from app.controller.guardian import Guardian, remove
 from app.controller.guest import read_guest
@@ -152,7 +153,9 @@ def prepared_run(
         )
         # Removed however the run ends, even when the tree itself is kept.
         stack.callback(remove, paths.secrets)
+        bytecode = stack.enter_context(closing(WorkerBytecode(paths.code)))
         services = plan.mode.start(stack, paths, tool, plan.folder)
+        bytecode.wait()
         clock.service_pids = lambda: services.pids
         client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
         run = Run(

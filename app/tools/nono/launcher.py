@@ -44,8 +44,8 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
+from app.tools.worker.credentials import DIGEST_ITERATIONS
 from app.tools.worker.prologue import FILTER_OPTION
-from app.tools.worker.proxy import DIGEST_ITERATIONS
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
