@@ -26,6 +26,7 @@ from strands.models.model import Model
 from app.controller.model import OfflineModel, bedrock_model
 from app.controller.services.local_aws import LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
+from app.controller.services.processes import stop_processes
 from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
@@ -128,17 +129,17 @@ class LocalMode(RunMode):
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         case, other = run_seed(folder), control_seed(folder.case.case_id)
-        # Both services start at once, moto first (its start is the longest), and each is
-        # waited for only when it is needed: moto answers the bootstrap once it is up, and the
-        # supplier API has long been ready by the time moto is provisioned.
-        local_aws = LocalAws(paths, tool, case, other)
-        stack.callback(local_aws.stop)
-        local_aws.start()
         # The supplier API reads the controller's own copies, never the user's folder again.
         seeds = paths.top / "seeds"
         case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
+        local_aws = LocalAws(paths, tool, case, other)
         local_supplier = LocalSupplierService(paths, tool, case_dirs)
-        stack.callback(local_supplier.stop)
+        # Stopped together, however the run ends: each one's exit overlaps the other's.
+        stack.callback(lambda: stop_processes([local_aws.detach(), local_supplier.detach()]))
+        # Started together, moto first (its start is the longest), and each waited for only
+        # when it is needed: moto answers the bootstrap once it is up, and the supplier API has
+        # long been ready by the time moto is provisioned.
+        local_aws.start()
         local_supplier.start()
         aws = local_aws.provision()
         supplier = local_supplier.ready()

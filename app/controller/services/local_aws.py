@@ -353,10 +353,14 @@ class LocalAws:
         admin = (self._admin["key"], self._admin["secret"])
         return CaseStore(self._client("s3", admin), self._client("sts", admin), self.bucket)
 
-    def stop(self) -> None:
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over moto's process for the caller to stop, and forgets the admin's keys."""
         self._admin = {}
         process, self._process = self._process, None
-        stop_process(process)
+        return process
+
+    def stop(self) -> None:
+        stop_process(self.detach())
 
     def __exit__(
         self,

@@ -161,9 +161,13 @@ class LocalSupplierService:
         """The server's process id while it runs."""
         return None if self._process is None else self._process.pid
 
-    def stop(self) -> None:
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over the server's process for the caller to stop."""
         process, self._process = self._process, None
-        stop_process(process)
+        return process
+
+    def stop(self) -> None:
+        stop_process(self.detach())
 
     def __exit__(
         self,

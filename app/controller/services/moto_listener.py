@@ -11,6 +11,7 @@ handling, with werkzeug's documented ``make_server(fd=...)`` in place of ``run_s
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -27,6 +28,9 @@ LOOPBACK = "127.0.0.1"
 
 
 def _stop(signum: int, frame: Any) -> None:
+    # The state dies with the process: the objects left are no garbage collector's business,
+    # and leaving them out of the exit's collections saves it most of its time.
+    gc.freeze()
     sys.exit(0)
 
 
