@@ -150,7 +150,7 @@ class LocalMode(RunMode):
         return Services(
             bucket=aws.bucket,
             session=session,
-            store=aws.store(),
+            store=CaseStore.from_session(session, aws.bucket, endpoint_url=aws.endpoint_url),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
             aws_credential=aws.credential,

@@ -23,6 +23,7 @@ to 127.0.0.1 and no tool process has a route to it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -37,6 +38,7 @@ import boto3
 import botocore.session
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.loaders import Loader, create_loader
 
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import SeedCase
@@ -78,6 +80,19 @@ class LocalAwsError(RunStopped):
     """The local AWS stand-in could not be set up; the message names the fix."""
 
 
+@functools.cache
+def _service_models() -> Loader:
+    """botocore's data loader, shared by every session of this process: each session would
+    otherwise read and parse the same service models (S3's, IAM's, STS's) again."""
+    return create_loader()
+
+
+def _botocore_session() -> botocore.session.Session:
+    core = botocore.session.Session()
+    core.register_component("data_loader", _service_models())
+    return core
+
+
 @dataclass(frozen=True)
 class LocalAwsSettings:
     """How the controller reaches the local AWS stand-in, as the analyst and nobody else."""
@@ -101,7 +116,7 @@ class LocalAwsSettings:
 
     def session(self) -> boto3.Session:
         """A session built only from the credentials file: environment credentials are ignored."""
-        core = botocore.session.Session()
+        core = _botocore_session()
         core.set_config_variable("credentials_file", str(self.credentials_file))
         # No ~/.aws/config: a developer's profile must not change what the run uses.
         core.set_config_variable("config_file", os.devnull)
@@ -193,9 +208,9 @@ class LocalAws:
         self._process: subprocess.Popen[bytes] | None = None
         self._endpoint_url = ""
         self._admin: dict[str, str] = {}
-        # One session for every client made here: botocore then reads its service models
-        # once, not once per client. It holds no credentials; each client is given its own.
-        self._boto = boto3.session.Session()
+        # One session for every client made here. It holds no credentials: each client is
+        # given its own.
+        self._boto = boto3.session.Session(botocore_session=_botocore_session())
 
     # -- moto -----------------------------------------------------------------------------
 
