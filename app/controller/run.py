@@ -214,6 +214,16 @@ def _run(
         guest = read_guest()
         print(guest.line(), file=run.checks.stream, flush=True)
         run.evidence.record("guest", guest.as_json())
+        # What this run alone used: runs at the same time share none of it (`make bench`).
+        run.evidence.record(
+            "endpoints",
+            {
+                "run_tree": str(run.paths.top),
+                "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
+                "supplier": run.supplier.url,
+                "bucket": services.bucket,
+            },
+        )
         layer.preflight()
         layer_checks = layer.checks()
 
