@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Final
 
 from app.core.results import ToolKilled, ToolResult, ToolRunError
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, ToolIdentity
+from app.core.run_tree import WORKER_COMMAND, ToolIdentity
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS: Final = 60
@@ -48,7 +48,7 @@ TOOL_STARTS: Final = ToolStarts()
 
 def worker_command(action: str, args: Sequence[str]) -> list[str]:
     """The worker's command line for one action."""
-    return [INTERPRETER, "-m", WORKER_PACKAGE, action, *args]
+    return [*WORKER_COMMAND, action, *args]
 
 
 def signal_of(returncode: int) -> str | None:

@@ -10,7 +10,7 @@ import subprocess
 from pathlib import Path
 
 import app.tools.worker as worker_package
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, stage_worker
+from app.core.run_tree import INTERPRETER, WORKER_COMMAND, WORKER_PACKAGE, stage_worker
 from app.tools.worker.__main__ import ACTION_MODULES
 from app.tools.worker.protocol import RESULT_PREFIX
 
@@ -65,7 +65,7 @@ def test_every_action_is_dispatched(tmp_path: Path) -> None:
     """An unknown action is refused with the list of all; each listed one is in the table."""
     stage_worker(tmp_path / "code")
     done = subprocess.run(
-        [INTERPRETER, "-m", WORKER_PACKAGE, "no-such-action"],
+        [*WORKER_COMMAND, "no-such-action"],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "code")},
         cwd="/",
         capture_output=True,

@@ -24,7 +24,7 @@ from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
-from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_PACKAGE
+from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_COMMAND
 from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
@@ -227,7 +227,7 @@ class NonoLayer(ConfinementLayer):
             # Installed by the worker itself, first of all: nono-py has no way to stack a
             # filter of the caller's (see the worker's prologue).
             prologue = [FILTER_OPTION, process["seccomp_filter"]]
-        return [INTERPRETER, "-m", WORKER_PACKAGE, *prologue, action, *args]
+        return [*WORKER_COMMAND, *prologue, action, *args]
 
     def _execute(
         self,

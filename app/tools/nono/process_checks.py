@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from app.core.results import Errno, ToolResult, ToolRunError, as_mapping
 from app.core.run import Run
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
+from app.core.run_tree import WORKER_COMMAND
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
@@ -113,7 +113,7 @@ class NonoProcessChecks:
         ids = " ".join([str(tool.uid)] * 4)
         gids = " ".join([str(tool.gid)] * 4)
         checks.require(
-            command[:3] == [INTERPRETER, "-m", WORKER_PACKAGE]
+            command[: len(WORKER_COMMAND)] == list(WORKER_COMMAND)
             and "hold" in command
             and status["Uid"] == ids
             and status["Gid"] == gids,
