@@ -1,119 +1,52 @@
-"""`make bench`: tool start-up under each layer against the same worker started plainly, the
-nono proxy's added latency per allowed request, and one whole local case's wall time and peak
-memory. Every figure comes from this one run; ratios are what to compare across machines.
+"""`make bench`: each figure beside its goal. A tool process's start-up under each layer against
+the same worker started plainly at the same uid; the nono proxy's cost per allowed request;
+whole local cases, each alone, with the CPU of every process they start and the run's own
+phase table; and many cases at once, which must all pass and share nothing. Every figure comes
+from this one run on this machine.
+
+It exits 1 when a case fails, two cases share something, or a case leaves a process behind; a
+figure that misses its goal is printed as missed, since it depends on the machine and its load.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-import time
-from collections.abc import Callable
-from contextlib import ExitStack, closing
-from pathlib import Path
+from typing import Any, Final
 
-from app.controller.run import RunOptions, plan_run, prepared_run
-from app.core.repo import REPO_ROOT, SAMPLE_CASE
 from app.core.roles import Layer
-from app.core.run_tree import ToolIdentity
-from app.tools.bubblewrap.launcher import BubblewrapLayer
-from app.tools.control import run_unconfined
-from app.tools.nono.launcher import NonoLayer
+from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
+from bench.startup import startup_and_proxy
+
+# The goals (issue 12): a plain start, what a layer adds to it, and a whole case alone.
+PLAIN_START_MS: Final = 20.0
+LAYER_ADDS_MS: Final = 5.0
+CASE_WALL_S: Final = 2.0
+CONCURRENT_CASES: Final = 32
 
 
-def _median_ms(action: Callable[[], object], repeat: int) -> float:
-    action()  # warm caches once; the figure is the steady state
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+def _verdict(value: float, goal: float) -> str:
+    return "met" if value <= goal else "MISSED"
 
 
-def startup_and_proxy(repeat: int) -> dict[str, float]:
-    base = Path(tempfile.mkdtemp(prefix="analyst-bench-", dir="/var/tmp"))
-    os.chmod(base, 0o755)
-    options = RunOptions(layer=Layer.NONO, case_dir=SAMPLE_CASE, work_base=base)
-    try:
-        with prepared_run(plan_run(options), io.StringIO()) as prepared, ExitStack() as stack:
-            run = prepared.run
-            bubblewrap = BubblewrapLayer(run)
-            nono = stack.enter_context(closing(NonoLayer(run)))
-            bubblewrap.preflight()
-            nono.preflight()
-            tool = ToolIdentity.for_this_controller()
-            figures = {
-                # The same worker and action with no confinement at all, at the same uid.
-                "plain_ms": _median_ms(
-                    lambda: run_unconfined(run.paths, tool, "env-names", ()), repeat
-                ),
-                "bubblewrap_ms": _median_ms(
-                    lambda: bubblewrap.run_tool("evaluator", "env-names"), repeat
-                ),
-                "nono_ms": _median_ms(lambda: nono.run_tool("evaluator", "env-names"), repeat),
-            }
-            path = "/cases/rfp-001/suppliers"
-            nono.run_tool("reader", "env-names")  # starts the reader's own proxy
-            placeholder = nono.proxies.placeholder("reader")
-            figures["direct_request_ms"] = _median_ms(
-                lambda: prepared.client.request("GET", path), repeat * 4
-            )
-            figures["proxied_request_ms"] = _median_ms(
-                lambda: nono.proxies.send(
-                    "reader",
-                    "GET",
-                    path,
-                    key=placeholder,
-                    request_id=nono.next_request_id("reader"),
-                ),
-                repeat * 4,
-            )
-            return figures
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def whole_case(layer: Layer) -> dict[str, float | None]:
-    """One case in a child process, so its peak memory is its own and nothing else's."""
-    start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.whole_case", layer],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    wall = time.perf_counter() - start
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return {"wall_s": wall, **figures}
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=15, help="samples per median (default 15)")
-    args = parser.parse_args(argv)
+def print_startup(repeat: int) -> None:
+    print(f"==> tool start-up, median of {repeat} (one worker action: list its variable names)")
+    s = startup_and_proxy(repeat)
+    plain = s["plain_ms"]
     print(
-        f"==> tool start-up, median of {args.repeat} (one worker action: list its variable names)"
+        f"  plain worker, same uid      {plain:8.1f} ms"
+        f"{'':22}goal <= {PLAIN_START_MS:.0f} ms: {_verdict(plain, PLAIN_START_MS)}"
     )
-    s = startup_and_proxy(args.repeat)
-    print(f"  plain worker, same uid      {s['plain_ms']:8.1f} ms")
-    print(
-        f"  under bubblewrap            {s['bubblewrap_ms']:8.1f} ms   "
-        f"ratio {s['bubblewrap_ms'] / s['plain_ms']:.2f}x"
-    )
-    print(
-        f"  under nono                  {s['nono_ms']:8.1f} ms   "
-        f"ratio {s['nono_ms'] / s['plain_ms']:.2f}x"
-    )
-    print(f"==> supplier request, median of {args.repeat * 4}")
+    for layer in Layer:
+        figure = s[f"{layer}_ms"]
+        added = figure - plain
+        print(
+            f"  under {layer:<21} {figure:8.1f} ms   adds {added:+5.1f} ms ({figure / plain:.2f}x)"
+            f"   goal <= +{LAYER_ADDS_MS:.0f} ms: {_verdict(added, LAYER_ADDS_MS)}"
+        )
+    print(f"==> supplier request, median of {repeat * 4}")
     # Both clients open a new connection per request, as the controller and a role do: the
     # direct one pays a TLS handshake each time, the proxy keeps its upstream TLS session.
     print(f"  controller, direct over TLS {s['direct_request_ms']:8.2f} ms")
@@ -121,18 +54,109 @@ def main(argv: list[str] | None = None) -> int:
         f"  through the reader's proxy  {s['proxied_request_ms']:8.2f} ms   "
         f"difference {s['proxied_request_ms'] - s['direct_request_ms']:+.2f} ms per allowed request"
     )
-    for layer in Layer:
-        w = whole_case(layer)
-        print(f"==> whole local case under {layer}")
-        print(f"  wall time                   {w['wall_s'] or 0:8.1f} s")
-        controller_kib, tool_kib = w["controller_peak_kib"], w["tool_peak_kib"]
-        print(f"  controller peak RSS         {(controller_kib or 0) / 1024:8.1f} MiB")
-        if tool_kib is None:
-            # The worker reads its own VmHWM from /proc, which no nono profile grants.
-            print("  largest tool process peak        n/a  (/proc is outside the nono profiles)")
-        else:
-            print(f"  largest tool process peak   {tool_kib / 1024:8.1f} MiB")
-    return 0
+
+
+def print_cases(count: int) -> None:
+    figures = {layer: [one_case(layer) for _ in range(count)] for layer in Layer}
+    print(f"==> whole local case, each alone, median of {count} per layer")
+    for layer, cases in figures.items():
+        wall = statistics.median(case.wall_s for case in cases)
+        print(
+            f"  {layer:<11} wall {wall:5.2f} s{'':18}goal <= {CASE_WALL_S:.1f} s: "
+            f"{_verdict(wall, CASE_WALL_S)}   (runs: "
+            + ", ".join(f"{case.wall_s:.2f}" for case in cases)
+            + " s)"
+        )
+        print(f"  {'':11} CPU  {_cpu(cases)}")
+        controller = max(case.run["controller_peak_kib"] for case in cases) / 1024
+        tool = cases[0].run["tool_peak_kib"]
+        tool_text = (
+            "n/a (/proc is outside the nono profiles)" if tool is None else f"{tool / 1024:.1f} MiB"
+        )
+        print(f"  {'':11} peak RSS: controller {controller:.1f} MiB, largest tool {tool_text}")
+    print("  phases (median per phase; wall ms, then CPU ms of the controller, of the processes")
+    print("  it waited for, and of moto and the supplier API; tool processes started)")
+    for layer, cases in figures.items():
+        print(f"  -- {layer}")
+        print_phases(median_phases(cases))
+
+
+def _cpu(cases: list[CaseFigures]) -> str:
+    seconds = [case.cpu_s for case in cases if case.cpu_s is not None]
+    if not seconds:
+        return f"n/a: {cases[0].run['cpu_unavailable']}"
+    return (
+        f"{statistics.median(seconds):5.2f} s per case, every process it started (its own "
+        "cgroup: bwrap's tool processes included, which getrusage misses)"
+    )
+
+
+def print_phases(rows: list[dict[str, Any]]) -> None:
+    header = f"{'phase':<40} {'wall':>7} {'ctl':>6} {'waited':>6} {'svc':>6} tools"
+    print(f"     {header}")
+    for row in rows:
+        if "controller_cpu_ms" not in row:
+            print(f"     {row['phase']:<40} {row['wall_ms']:7.0f}")
+            continue
+        print(
+            f"     {row['phase']:<40} {row['wall_ms']:7.0f} {row['controller_cpu_ms']:6.0f} "
+            f"{row['child_cpu_ms']:6.0f} {row['service_cpu_ms']:6.0f} {row['tool_processes']:5.0f}"
+        )
+
+
+def print_batch(count: int) -> bool:
+    """Runs ``count`` cases at once; True when every one passed and none shared anything."""
+    cores = os.cpu_count() or 1
+    print(
+        f"==> {count} local cases at once, the layers alternating, one --workdir and one runs/ "
+        f"folder between them ({cores} cores)"
+    )
+    batch = concurrent_cases(count)
+    passed = len(batch.runs)
+    print(
+        f"  {passed} of {count} passed{'':22}goal all {count}: "
+        + ("met" if passed == count and not batch.failures else "MISSED")
+    )
+    for failure in batch.failures:
+        print(f"    {failure}")
+    print(
+        f"  wall {batch.wall_s:.1f} s: throughput {batch.per_minute:.1f} cases per minute, "
+        f"{batch.wall_s / count:.2f} s per case"
+    )
+    if batch.cpu_s is not None:
+        print(f"  CPU {batch.cpu_s:.1f} s in all, {batch.cpu_s / count:.2f} s per case")
+    else:
+        print(f"  CPU n/a: {batch.cpu_unavailable}")
+    print(_nothing_shared(batch))
+    for value in batch.shared:
+        print(f"    shared: {value}")
+    return passed == count and not batch.failures and not batch.shared
+
+
+def _nothing_shared(batch: BatchFigures) -> str:
+    ports = sum(2 + len(run["proxies"]) for run in batch.runs)
+    verdict = "none shared" if not batch.shared else f"{len(batch.shared)} SHARED"
+    return (
+        f"  {verdict}: {len(batch.runs)} run ids, run trees, report folders and buckets (each in "
+        f"its own moto), {ports} ports (moto, supplier API, nono's proxies)"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
+    parser.add_argument("--repeat", type=int, default=15, help="samples per median (default 15)")
+    parser.add_argument("--cases", type=int, default=3, help="whole cases per layer (default 3)")
+    parser.add_argument(
+        "--concurrent",
+        type=int,
+        default=CONCURRENT_CASES,
+        help=f"cases at once (default {CONCURRENT_CASES}; 0 skips them)",
+    )
+    args = parser.parse_args(argv)
+    print_startup(args.repeat)
+    print_cases(args.cases)
+    ok = print_batch(args.concurrent) if args.concurrent else True
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

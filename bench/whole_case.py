@@ -1,19 +1,27 @@
-"""Runs one whole local case and prints its peak memory figures as one JSON line."""
+"""Runs one whole local case and prints, as one JSON line, its peak memory, its CPU and the
+run's own phase table, with the instants the run began and ended on the system's monotonic
+clock (which the parent process shares), so the parent can place the start-up around it."""
 
 from __future__ import annotations
 
-import io
-import json
-import os
-import resource
-import shutil
-import sys
-import tempfile
-from pathlib import Path
+import time
 
-from app.controller.run import RunOptions, run_case
-from app.core.repo import SAMPLE_CASE
-from app.core.roles import Layer
+# Before any import of the app: what comes before this line is the interpreter's own start.
+IMPORTS_BEGAN = time.monotonic()
+
+import gc  # noqa: E402
+import io  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import resource  # noqa: E402
+import shutil  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from app.controller.run import RunOptions, run_case  # noqa: E402
+from app.core.repo import SAMPLE_CASE  # noqa: E402
+from app.core.roles import Layer  # noqa: E402
 
 
 def main(layer: Layer) -> None:
@@ -23,13 +31,26 @@ def main(layer: Layer) -> None:
         options = RunOptions(
             layer=layer, case_dir=SAMPLE_CASE, out_dir=base / "out", work_base=base / "work"
         )
+        began = time.monotonic()
         outcome = run_case(options, stream=io.StringIO())
+        ended = time.monotonic()
         evidence = json.loads((outcome.out_dir / "evidence.json").read_text(encoding="utf-8"))
     finally:
         shutil.rmtree(base, ignore_errors=True)
-    controller = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    tool_peak = evidence["policy"]["largest_tool_peak_kib"]
-    print(json.dumps({"controller_peak_kib": controller, "tool_peak_kib": tool_peak}))
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    figures = {
+        "run_id": outcome.run_id,
+        "checks_passed": outcome.checks_passed,
+        "imports_began": IMPORTS_BEGAN,
+        "run_began": began,
+        "run_ended": ended,
+        "controller_peak_kib": own.ru_maxrss,
+        "tool_peak_kib": evidence["policy"]["largest_tool_peak_kib"],
+        "timing": evidence["timing"],
+    }
+    print(json.dumps(figures), flush=True)
+    # The controller's own exit does the same (app/controller/__main__.py).
+    gc.freeze()
 
 
 if __name__ == "__main__":

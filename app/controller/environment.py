@@ -9,6 +9,7 @@ mode is chosen, before anything is created; ``start`` then yields the services, 
 
 from __future__ import annotations
 
+import importlib
 import os
 import socket
 import stat
@@ -17,15 +18,14 @@ from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 import boto3
-from strands.models.model import Model
 
-from app.controller.model import OfflineModel, bedrock_model
 from app.controller.services.local_aws import LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
+from app.controller.services.processes import stop_processes
 from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
@@ -35,7 +35,32 @@ from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import BadInput, RunStopped
 from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
 
+if TYPE_CHECKING:
+    from strands.models.model import Model
+
 CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR)
+# The model's module imports Strands, a fifth of a second of the controller's start: it is
+# imported when a run is under way (load_model_library), never for --help, doctor or bad input.
+MODEL_MODULE: Final = "app.controller.model"
+
+
+def load_model_library() -> None:
+    """Imports the model's module (and Strands with it) now, in this thread."""
+    importlib.import_module(MODEL_MODULE)
+
+
+def offline_model() -> Model:
+    from app.controller.model import OfflineModel
+
+    return OfflineModel()
+
+
+def bedrock_model(model_id: str, region: str) -> Model:
+    from app.controller import model
+
+    return model.bedrock_model(model_id, region)
+
+
 # A supplier API key is a few dozen bytes; the file is bounded like every other input.
 MAX_KEY_BYTES: Final = 4096
 
@@ -87,6 +112,9 @@ class Services:
     # Where the run wrote secrets of its own (locally: the AWS credentials and the supplier
     # key); None in the cluster, whose secrets are the pod's mounts.
     secrets_dir: Path | None = None
+    # The processes of the services the run started itself (locally: moto and the supplier
+    # API), for the run's phase table.
+    pids: tuple[int, ...] = ()
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -125,11 +153,23 @@ class LocalMode(RunMode):
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
         case, other = run_seed(folder), control_seed(folder.case.case_id)
-        aws = stack.enter_context(LocalAws(paths, tool, case, other))
         # The supplier API reads the controller's own copies, never the user's folder again.
         seeds = paths.top / "seeds"
         case_dirs = [case.write_folder(seeds), other.write_folder(seeds)]
-        supplier = stack.enter_context(LocalSupplierService(paths, tool, case_dirs))
+        local_aws = LocalAws(paths, tool, case, other)
+        local_supplier = LocalSupplierService(paths, tool, case_dirs)
+        # Stopped together, however the run ends: each one's exit overlaps the other's.
+        stack.callback(lambda: stop_processes([local_aws.detach(), local_supplier.detach()]))
+        # Started together, moto first (its start is the longest), and each waited for only
+        # when it is needed: moto answers the bootstrap once it is up, and the supplier API has
+        # long been ready by the time moto is provisioned.
+        local_aws.start()
+        local_supplier.start()
+        # moto takes longer to start than anything else here: the controller loads the model's
+        # library meanwhile, on the other core, rather than before or after.
+        load_model_library()
+        aws = local_aws.provision()
+        supplier = local_supplier.ready()
         session = aws.session()
         # Loaded now, while the credentials file exists: the run removes it once the last tool
         # process has run, and boto3 keeps what it loaded.
@@ -137,7 +177,7 @@ class LocalMode(RunMode):
         return Services(
             bucket=aws.bucket,
             session=session,
-            store=aws.store(),
+            store=CaseStore.from_session(session, aws.bucket, endpoint_url=aws.endpoint_url),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
             aws_credential=aws.credential,
@@ -150,8 +190,9 @@ class LocalMode(RunMode):
                 expected_caller=aws.expected_caller_arn,
                 exact=True,
             ),
-            model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, OfflineModel),
+            model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, offline_model),
             secrets_dir=paths.secrets,
+            pids=tuple(pid for pid in (local_aws.pid, local_supplier.pid) if pid is not None),
         )
 
 
@@ -237,7 +278,7 @@ class ClusterMode(RunMode):
             return ModelChoice(
                 f"{OFFLINE_MODEL}: a rehearsal ({cluster_env.REHEARSAL}) has no Bedrock",
                 False,
-                OfflineModel,
+                offline_model,
                 no_bedrock_reason=f"a rehearsal ({cluster_env.REHEARSAL}) uses the offline "
                 f"model; the Job runs {self.model_id} on Bedrock",
             )

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, TextIO
 
+from app.controller.bytecode import WorkerBytecode
 from app.controller.environment import RunMode, Services, mode_from_environment
 from app.controller.guardian import Guardian, remove
 from app.controller.guest import read_guest
@@ -34,6 +35,7 @@ from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.supplier_client import SupplierClient
+from app.controller.timing import PhaseClock
 from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
@@ -121,11 +123,15 @@ class PreparedRun:
 
 
 @contextmanager
-def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[PreparedRun]:
+def prepared_run(
+    plan: RunPlan, stream: TextIO | None = None, clock: PhaseClock | None = None
+) -> Iterator[PreparedRun]:
     """Claims --out and a run tree, starts the services and builds the run object; on exit,
     however the block ends, stops the services and removes the secrets, the unfinished report
     and (unless kept) the tree. A guardian process does the same if the controller dies."""
     options, stream = plan.options, stream or sys.stdout
+    clock = clock or PhaseClock()
+    clock.enter("services")
     tool = ToolIdentity.for_this_controller()
     out = OutClaim(plan.out, plan.run_id)
     tree_end = plan.top / RUN_LOCK if options.keep_workdir else plan.top
@@ -147,7 +153,10 @@ def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[Prepar
         )
         # Removed however the run ends, even when the tree itself is kept.
         stack.callback(remove, paths.secrets)
+        bytecode = stack.enter_context(closing(WorkerBytecode(paths.code)))
         services = plan.mode.start(stack, paths, tool, plan.folder)
+        bytecode.wait()
+        clock.service_pids = lambda: services.pids
         client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
         run = Run(
             run_id=paths.run_id,
@@ -160,7 +169,7 @@ def prepared_run(plan: RunPlan, stream: TextIO | None = None) -> Iterator[Prepar
             supplier_client=client,
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
-            checks=CheckLog(stream=stream),
+            checks=CheckLog(stream=stream, on_section=clock.enter),
             evidence=Evidence(),
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
@@ -176,10 +185,12 @@ def run_case(
 ) -> RunOutcome:
     """Runs one case; raises an AnalystError (CheckFailed for a failed check) and then leaves
     no report behind."""
+    clock = PhaseClock()
+    clock.enter("case and options")
     plan = plan_run(options)
     factory = make_layer or shipped_layer(options.layer)
     try:
-        return _run(plan, factory, stream)
+        return _run(plan, factory, stream, clock)
     except OSError as error:
         if error.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -191,15 +202,28 @@ def run_case(
         ) from error
 
 
-def _run(plan: RunPlan, factory: LayerFactory, stream: TextIO | None) -> RunOutcome:
-    with prepared_run(plan, stream) as prepared, closing(factory(prepared.run)) as layer:
+def _run(
+    plan: RunPlan, factory: LayerFactory, stream: TextIO | None, clock: PhaseClock
+) -> RunOutcome:
+    with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
+        clock.enter("preflight")
         print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
         for notice in prepared.mode.notices():
             print(notice, file=run.checks.stream)
         guest = read_guest()
         print(guest.line(), file=run.checks.stream, flush=True)
         run.evidence.record("guest", guest.as_json())
+        # What this run alone used: runs at the same time share none of it (`make bench`).
+        run.evidence.record(
+            "endpoints",
+            {
+                "run_tree": str(run.paths.top),
+                "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
+                "supplier": run.supplier.url,
+                "bucket": services.bucket,
+            },
+        )
         layer.preflight()
         layer_checks = layer.checks()
 
@@ -217,6 +241,9 @@ def _run(plan: RunPlan, factory: LayerFactory, stream: TextIO | None) -> RunOutc
         secrets = _secrets(services, layer)
         report(run, services, checked, comparison, secrets)
         run.evidence.record("correlation", correlation(run, client, layer_checks.refuses_upstream))
+        # The last phase writes the evidence, so the table holds every phase before it.
+        clock.enter("evidence")
+        run.evidence.record("timing", clock.table())
         finish(run, services, layer.evidence(), secrets)
 
         copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})

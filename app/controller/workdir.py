@@ -119,10 +119,14 @@ def claimed_run(
 ) -> Iterator[RunPaths]:
     """Sweeps the dead runs' trees, creates this run's tree and holds its lock until the block
     ends; then removes the tree, or with ``keep`` only its lock file."""
-    if not base.exists():
-        # A base someone else made (the pod's volume) keeps its modes; one made here must be
-        # traversable by the tool's uid whatever the umask.
+    try:
         base.mkdir()
+    except FileExistsError:
+        # A base someone else made keeps its modes: the pod's volume, or the base a run
+        # started at the same moment made between this run's check and now.
+        pass
+    else:
+        # One made here must be traversable by the tool's uid whatever the umask.
         os.chmod(base, 0o755)
     base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:

@@ -37,10 +37,14 @@ class CheckLog:
     stream: TextIO = field(default_factory=lambda: sys.stdout)
     section: str = "run"
     records: list[CheckRecord] = field(default_factory=list)
+    # Told each section as it begins: the run's clock times the sections as its phases.
+    on_section: Callable[[str], None] | None = None
 
     def begin(self, section: str) -> None:
         """Names the group the following checks belong to (layer, files, network, ...)."""
         self.section = section
+        if self.on_section is not None:
+            self.on_section(section)
 
     def _emit(self, record: CheckRecord) -> None:
         self.records.append(record)

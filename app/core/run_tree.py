@@ -24,7 +24,7 @@ import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from app.core.roles import ROLES, Role
 
@@ -38,6 +38,10 @@ WORKER_PACKAGE = "analyst_worker"
 # The system interpreter: the worker is stdlib-only, so a tool process needs /usr and nothing
 # from a home directory (a non-root uid cannot read an interpreter under root's home).
 INTERPRETER = "/usr/bin/python3"
+# How every tool process starts the worker. -S: the worker is stdlib-only, so the interpreter
+# skips `site`: no site-packages directory on sys.path and no .pth file run in a tool process
+# (and about 2 ms less per start, of which a case has some 35).
+WORKER_COMMAND: Final = (INTERPRETER, "-S", "-m", WORKER_PACKAGE)
 
 # The files each role may write. The controller creates them, empty, before any tool starts;
 # a role can create nothing else, so all it can put on disk is these files, each held to

@@ -16,6 +16,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from app.tools.controls import host_control
 from app.tools.execution import SYSTEM_PATH
 from app.tools.layer import ToolRunner
 from app.tools.seccomp import resolve_syscall
+from app.tools.together import run_together
 
 NEW_OUTPUT = "attack.txt"
 
@@ -149,13 +151,25 @@ class AttackChecks:
                     "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
                 ).data["answers"]
             )
-            seen: dict[Role, dict[str, str]] = {}
-            for role in ROLES:
-                out_dir = self.layer.role_path(role, "out", "")
-                result = self.layer.run_tool(
-                    role, "attack-surface", attack_parameters(self.run, aim, out_dir, role)
-                )
-                seen[role] = dict(as_mapping(result.data["answers"]))
+            # The control has had the reader's output directory to itself; the roles, each
+            # in its own directory with its own /dev/shm name, try every attack at once.
+            outcomes = run_together(
+                [
+                    partial(
+                        self.layer.run_tool,
+                        role,
+                        "attack-surface",
+                        attack_parameters(
+                            self.run, aim, self.layer.role_path(role, "out", ""), role
+                        ),
+                    )
+                    for role in ROLES
+                ]
+            )
+            seen: dict[Role, dict[str, str]] = {
+                role: dict(as_mapping(outcome.result().data["answers"]))
+                for role, outcome in zip(ROLES, outcomes, strict=True)
+            }
         self.readings = {"control": dict(control), "roles": seen}
         for attack in ATTACKS:
             self._control_line(attack, control)

@@ -7,15 +7,18 @@ thing and succeeds, so what refuses is the layer, not the file's mode or the uid
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
 from app.core.files import read_regular
+from app.core.results import ToolResult
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import MODEL_KEY_VARIABLES, credential_variables
 from app.tools.layer import ToolRunner
+from app.tools.together import run_together
 
 MAX_BOUNDARY_FILE_BYTES = 4096
 # Staged in each role's input by the directory checks, for the role to read.
@@ -52,11 +55,20 @@ class CommonChecks:
     def reads_staged_proposals(self) -> None:
         """The reader opens every proposal staged for it, each the bytes its case entry names."""
         case = self.run.case
+        paths = {
+            entry.id: self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
+            for entry in case.suppliers
+        }
+        outcomes = run_together(
+            [
+                partial(self.layer.run_tool, "reader", "read-proposal", path)
+                for path in paths.values()
+            ]
+        )
         seen = {}
-        for entry in case.suppliers:
-            path = self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
-            result = self.layer.run_tool("reader", "read-proposal", path)
-            seen[entry.id] = (result.data.get("supplier_id"), result.data.get("sha256"))
+        for supplier_id, outcome in zip(paths, outcomes, strict=True):
+            result = outcome.result()
+            seen[supplier_id] = (result.data.get("supplier_id"), result.data.get("sha256"))
         expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
         self.checks.require(
             seen == expected,
@@ -73,7 +85,15 @@ class CommonChecks:
         before = hashlib.sha256(host.read_bytes()).hexdigest()
         st = host.stat()
         uid = self.run.tool.uid
-        control = self.layer.run_unconfined("open-write", str(host))
+        inside = self.layer.role_path("reader", "in", "case.json")
+        # Neither open writes a byte: the control's succeeds, the reader's is refused.
+        control_outcome, refused_outcome = run_together(
+            [
+                partial(self.layer.run_unconfined, "open-write", str(host)),
+                partial(self.layer.run_tool, "reader", "open-write", inside),
+            ]
+        )
+        control = control_outcome.result()
         unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
         self.checks.require(
             control.ok and unchanged and st.st_uid == uid,
@@ -81,9 +101,8 @@ class CommonChecks:
             f"case.json for writing (owner {st.st_uid}), and the file is left unchanged",
             detail=f"the open {control.observed}, unchanged {unchanged}, owner {st.st_uid}",
         )
-        inside = self.layer.role_path("reader", "in", "case.json")
         refusals = self.layer.refusals
-        refused = self.layer.run_tool("reader", "open-write", inside)
+        refused = refused_outcome.result()
         self.checks.require(
             refused.refused_with(refusals.input_write),
             f"the reader cannot open it for writing at {inside}: "
@@ -96,7 +115,7 @@ class CommonChecks:
         uid without the layer, refused with the layer's exact errno to the reader and, for the
         AWS credential (the Pod Identity token in the cluster), to every role."""
         run, refusals = self.run, self.layer.refusals
-        targets: Iterable[tuple[str, Path, tuple[Role, ...]]] = (
+        targets: list[tuple[str, Path, tuple[Role, ...]]] = [
             (
                 "the writer's private file",
                 run.paths.workspace("writer").input / "private.json",
@@ -104,9 +123,15 @@ class CommonChecks:
             ),
             ("the supplier key file", run.supplier.key_file, ("reader",)),
             (run.aws_credential.description, run.aws_credential.path, ROLES),
-        )
+        ]
+        # Every open at once (none writes), then the lines in order, each control first.
+        calls: list[Callable[[], ToolResult]] = []
+        for _, path, roles in targets:
+            calls.append(partial(self.layer.run_unconfined, "open-read", str(path)))
+            calls += [partial(self.layer.run_tool, role, "open-read", str(path)) for role in roles]
+        outcomes = iter(run_together(calls))
         for label, path, roles in targets:
-            control = self.layer.run_unconfined("open-read", str(path))
+            control = next(outcomes).result()
             self.checks.require(
                 control.ok,
                 f"control: an unconfined process at the tool's uid {run.tool.uid} opens "
@@ -114,7 +139,7 @@ class CommonChecks:
                 detail=f"the open {control.observed}",
             )
             for role in roles:
-                refused = self.layer.run_tool(role, "open-read", str(path))
+                refused = next(outcomes).result()
                 self.checks.require(
                     refused.refused_with(refusals.hidden_file),
                     f"the {role} cannot open {label}: {refusals.hidden_file_reason}: "
@@ -167,24 +192,17 @@ class CommonChecks:
             "every role's output directory",
             detail=f"answers {control}",
         )
-        for role in ROLES:
+        # The control above has created and removed a file in every role's output directory;
+        # now the roles, each touching only its own outputs (and failing to create a file
+        # there), all at once.
+        asked = {role: self._role_access(role) for role in ROLES}
+        outcomes = run_together(
+            [partial(self.layer.run_tool, role, "access", *ops) for role, (ops, _) in asked.items()]
+        )
+        for (role, (_, others)), outcome in zip(asked.items(), outcomes, strict=True):
             own = self.layer.role_path(role, "in", MARKER_FILE)
             names = OUTPUT_FILES[role]
-            ops = [
-                f"read:{own}",
-                *(f"write:{self.layer.role_path(role, 'out', name)}" for name in names),
-                f"create:{self.layer.role_path(role, 'out', NEW_FILE)}",
-            ]
-            others = [other for other in ROLES if other != role]
-            foreign = [
-                op
-                for other in others
-                for op in (
-                    f"read:{self._marker(other)}",
-                    *(f"write:{path}" for path in self._outputs(other)),
-                )
-            ]
-            answers = self.layer.run_tool(role, "access", *ops, *foreign).data["answers"]
+            answers = outcome.result().data["answers"]
             mine, created, theirs = (
                 answers[: len(names) + 1],
                 answers[len(names) + 1],
@@ -203,12 +221,33 @@ class CommonChecks:
                 f"the {role} cannot create a file of its own in its output directory: "
                 f"{refusals.output_create_reason}: {refusals.output_create}",
             )
+            foreign = len(answers) - len(names) - 2
             self.checks.require(
-                theirs == [refusals.hidden_file.value] * len(foreign),
+                theirs == [refusals.hidden_file.value] * foreign,
                 f"the {role} cannot read the {theirs_named} input, nor open their output files: "
                 f"{refusals.hidden_file}",
                 detail=f"answers {theirs}",
             )
+
+    def _role_access(self, role: Role) -> tuple[list[str], list[Role]]:
+        """The role's own opens (its input, each output, one new file), then the other roles'
+        files it must not reach; and those other roles."""
+        own = self.layer.role_path(role, "in", MARKER_FILE)
+        ops = [
+            f"read:{own}",
+            *(f"write:{self.layer.role_path(role, 'out', name)}" for name in OUTPUT_FILES[role]),
+            f"create:{self.layer.role_path(role, 'out', NEW_FILE)}",
+        ]
+        others = [other for other in ROLES if other != role]
+        foreign = [
+            op
+            for other in others
+            for op in (
+                f"read:{self._marker(other)}",
+                *(f"write:{path}" for path in self._outputs(other)),
+            )
+        ]
+        return [*ops, *foreign], others
 
     def _marker(self, role: Role) -> Path:
         return self.run.paths.workspace(role).input / MARKER_FILE

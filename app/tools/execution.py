@@ -11,13 +11,14 @@ import errno
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from app.core.results import ToolKilled, ToolResult, ToolRunError
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, ToolIdentity
+from app.core.run_tree import WORKER_COMMAND, ToolIdentity
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS: Final = 60
@@ -25,9 +26,29 @@ TOOL_TIMEOUT_SECONDS: Final = 60
 SYSTEM_PATH: Final = "/usr/bin:/bin"
 
 
+class ToolStarts:
+    """How many tool processes this controller has started, every run and thread together;
+    the run's phase table reads it as differences, as it reads getrusage."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._count = 0
+
+    def add(self) -> None:
+        with self._lock:
+            self._count += 1
+
+    @property
+    def count(self) -> int:
+        return self._count
+
+
+TOOL_STARTS: Final = ToolStarts()
+
+
 def worker_command(action: str, args: Sequence[str]) -> list[str]:
     """The worker's command line for one action."""
-    return [INTERPRETER, "-m", WORKER_PACKAGE, action, *args]
+    return [*WORKER_COMMAND, action, *args]
 
 
 def signal_of(returncode: int) -> str | None:
@@ -80,6 +101,7 @@ def exec_as_tool(
     controller's own may be closed to the tool's uid, and ``/`` holds no module the worker's
     ``-m`` could pick up from it.
     """
+    TOOL_STARTS.add()
     try:
         completed = subprocess.run(
             list(argv),
@@ -109,6 +131,7 @@ def spawn_as_tool(
     executable: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open."""
+    TOOL_STARTS.add()
     try:
         return subprocess.Popen(
             list(argv),

@@ -13,6 +13,7 @@ and hands the run its own checks. The run calls those checks as named steps:
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,11 +85,15 @@ class ConfinementLayer(ABC):
         # The largest peak memory a tool process of this run reported (KiB), for evidence.json
         # and the benchmark; None until one reports it (nono's roles cannot read their /proc).
         self.tool_peak_kib: int | None = None
+        # Tool processes may run at once (app/tools/together.py): what they report is noted
+        # one at a time.
+        self._noting = threading.Lock()
 
     def _seen(self, result: ToolResult) -> ToolResult:
         """Notes what a finished tool process reported about itself; returns the result."""
         if result.peak_rss_kib is not None:
-            self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
+            with self._noting:
+                self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
         return result
 
     @abstractmethod

@@ -135,7 +135,7 @@ def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: 
 @pytest.mark.parametrize(
     ("service", "message"),
     [
-        ("moto_server", "error (run stopped): cannot ask STS who this controller is"),
+        ("moto_listener", "error (run stopped): cannot ask STS who this controller is"),
         (
             "app.supplier_api",
             "ANALYST_FAILED: control: the controller itself reaches the supplier API at 127.0.0.1:",

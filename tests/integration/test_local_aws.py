@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -10,7 +13,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from app.controller.services.local_aws import LocalAws, LocalAwsSettings
+from app.controller.services import local_aws
+from app.controller.services.local_aws import LocalAws, LocalAwsError, LocalAwsSettings
+from app.controller.services.processes import stop_process
 from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import OK, CaseStore
 from app.core.case import load_case_folder
@@ -92,3 +97,46 @@ def test_session_ignores_environment_credentials(
     monkeypatch.setenv("AWS_PROFILE", "someone-else")
     store = settings.store()
     assert store.caller_identity()["Arn"] == settings.expected_caller_arn
+
+
+def test_the_port_is_the_runs_own_before_moto_has_started(tmp_path: Path) -> None:
+    """The socket is bound and listening before moto runs, and handed to it: the endpoint
+    accepts a connection at once, and moto's own process holds that very socket."""
+    process, endpoint = local_aws.start_moto_server(tmp_path, 0)
+    try:
+        port = int(endpoint.rsplit(":", 1)[1])
+        socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        held = {
+            os.readlink(f"/proc/{process.pid}/fd/{fd}")
+            for fd in os.listdir(f"/proc/{process.pid}/fd")
+        }
+        listening = _listening_inodes(port)
+        assert listening and {f"socket:[{inode}]" for inode in listening} <= held
+    finally:
+        stop_process(process)
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """The inodes of the sockets listening on 127.0.0.1:port (/proc/net/tcp, state 0A)."""
+    wanted = f"0100007F:{port:04X}"
+    with open("/proc/net/tcp", encoding="ascii") as table:
+        rows = [line.split() for line in table.readlines()[1:]]
+    return {row[9] for row in rows if row[1] == wanted and row[3] == "0A"}
+
+
+def test_a_moto_that_cannot_start_stops_the_setup_naming_its_output(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(
+        local_aws,
+        "_moto_program",
+        lambda: [sys.executable, "-c", "import sys; print('no moto here'); sys.exit(3)"],
+    )
+    tool = ToolIdentity.for_this_controller()
+    paths = create_run(tmp_path / "runs", tool)
+    local = LocalAws(paths, tool, run_seed(load_case_folder(CASE_DIR)), control_seed("rfp-001"))
+    with pytest.raises(LocalAwsError) as stopped:
+        local.__enter__()
+    assert "moto did not answer the first request" in str(stopped.value)
+    assert "moto_listener exited 3 (output: no moto here)" in str(stopped.value)
+    assert local.pid is None  # stopped

@@ -18,6 +18,7 @@ from app.core.case import CaseError
 from app.core.checklog import CheckFailed
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
+from app.tools.execution import TOOL_STARTS
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +38,9 @@ def _run(layer: Layer, case: Path, base: Path) -> tuple[str, RunOutcome]:
 
 @pytest.mark.parametrize("layer", list(Layer))
 def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -> None:
+    started = TOOL_STARTS.count
     output, outcome = _run(layer, SAMPLE_CASE, work_base)
+    tool_processes = TOOL_STARTS.count - started
     lines = output.splitlines()
     assert not [line for line in lines if line.startswith("FAIL ")]
     out = outcome.out_dir
@@ -54,6 +57,19 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
         assert key in report
     evidence = json.loads((out / "evidence.json").read_text())
     assert evidence["run_id"] == outcome.run_id and evidence["layer"] == layer.value
+    # The phase table: the steps before the checks, then every section of the check log in
+    # the order it began, but the last (it writes the table); it accounts for every tool
+    # process the run started.
+    timing = evidence["timing"]
+    sections = list(dict.fromkeys(c["section"] for c in checks))
+    assert [row["phase"] for row in timing] == [
+        "case and options",
+        "services",
+        "preflight",
+        *sections[: sections.index("evidence")],
+    ]
+    assert sum(row["tool_processes"] for row in timing) == tool_processes > 0
+    assert all(row["wall_ms"] >= 0 and row["controller_cpu_ms"] >= 0 for row in timing)
     # The work tree (secrets included) is gone after the run.
     assert not (work_base / "work" / outcome.run_id).exists()
 

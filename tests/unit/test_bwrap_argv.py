@@ -219,6 +219,7 @@ def test_per_call_parts_come_after_the_vector_fds_first() -> None:
         "6",
         "--",
         "/usr/bin/python3",
+        "-S",
         "-m",
         "analyst_worker",
         "--max-file-bytes",

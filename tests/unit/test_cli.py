@@ -114,7 +114,7 @@ def test_a_malformed_cluster_setting_exits_2_naming_it(
 
 
 def test_a_machine_without_bwrap_exits_3_naming_the_fix(work_base: Path) -> None:
-    # The interpreter and moto_server are found by absolute path; only bwrap is looked up.
+    # The interpreter (moto runs on it too) is found by absolute path; only bwrap is looked up.
     env = {"PATH": "/nonexistent", "HOME": os.environ.get("HOME", "/root")}
     done = _controller(
         "run", "--layer", "bubblewrap", "--workdir", str(work_base), "--out", str(work_base / "o"),

@@ -141,6 +141,26 @@ def test_a_claimed_run_holds_its_lock_and_removes_or_keeps_its_tree(tmp_path: Pa
     assert paths.top.is_dir() and not (paths.top / RUN_LOCK).exists()
 
 
+def test_a_work_directory_another_run_made_first_is_used_as_it_is(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two runs starting at once in a new --workdir: the one that makes it second finds it
+    there at its own mkdir, and uses it, keeping the first one's modes."""
+    base = tmp_path / "work"
+    made = Path.mkdir
+
+    def made_by_another_run_first(self: Path, *args: object, **kwargs: object) -> None:
+        if self == base:
+            made(self, mode=0o711)  # the other run's
+            os.chmod(self, 0o711)
+        made(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Path, "mkdir", made_by_another_run_first)
+    with claimed_run(base, TOOL, RUN_ID, keep=False, note=print) as paths:
+        assert paths.top.is_dir()
+    assert os.stat(base).st_mode & 0o777 == 0o711
+
+
 # --- the guardian and the tether ------------------------------------------------------------
 
 

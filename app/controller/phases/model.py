@@ -9,7 +9,6 @@ from typing import Any
 from app.controller.comparison import Comparison
 from app.controller.environment import ModelChoice
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
-from app.controller.model import run_model_turn
 from app.controller.phases.identity import StoredCase
 from app.core.run import Run
 
@@ -53,6 +52,9 @@ def model_turn(
 ) -> CheckedAnswer:
     checks, case = run.checks, run.case
     checks.begin("model")
+    # Imported here, not with this module: see environment.MODEL_MODULE.
+    from app.controller.model import run_model_turn
+
     answer, record = run_model_turn(model.make(), evidence_for_model(run, stored, comparison))
     checks.require(
         record.tool_calls == ["get_case_evidence"],

@@ -23,12 +23,12 @@ to 127.0.0.1 and no tool process has a route to it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -37,7 +37,8 @@ from typing import Any, Literal
 import boto3
 import botocore.session
 from botocore.config import Config
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
+from botocore.loaders import Loader, create_loader
 
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import SeedCase
@@ -46,6 +47,7 @@ from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
 from app.core.errors import RunStopped
 from app.core.iam_policy import render_permissions_policy
+from app.core.repo import REPO_ROOT
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
 # The services the stand-in is asked for.
@@ -58,6 +60,8 @@ PROFILE = "analyst"
 ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
 LOOPBACK = "127.0.0.1"
+MOTO_LOG = "moto.log"
+# How long the bootstrap's first request may wait for moto to start and answer.
 STARTUP_TIMEOUT_SECONDS = 30.0
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
@@ -74,6 +78,19 @@ _ALLOW_ALL = {
 
 class LocalAwsError(RunStopped):
     """The local AWS stand-in could not be set up; the message names the fix."""
+
+
+@functools.cache
+def _service_models() -> Loader:
+    """botocore's data loader, shared by every session of this process: each session would
+    otherwise read and parse the same service models (S3's, IAM's, STS's) again."""
+    return create_loader()
+
+
+def _botocore_session() -> botocore.session.Session:
+    core = botocore.session.Session()
+    core.register_component("data_loader", _service_models())
+    return core
 
 
 @dataclass(frozen=True)
@@ -99,7 +116,7 @@ class LocalAwsSettings:
 
     def session(self) -> boto3.Session:
         """A session built only from the credentials file: environment credentials are ignored."""
-        core = botocore.session.Session()
+        core = _botocore_session()
         core.set_config_variable("credentials_file", str(self.credentials_file))
         # No ~/.aws/config: a developer's profile must not change what the run uses.
         core.set_config_variable("config_file", os.devnull)
@@ -112,66 +129,60 @@ class LocalAwsSettings:
         return CaseStore.from_session(self.session(), self.bucket, endpoint_url=self.endpoint_url)
 
 
-def _free_port() -> int:
-    # moto_server cannot report a port it chose itself, so one is picked here; the window
-    # between close and moto's bind is the only race, and start-up fails loudly if it is lost.
-    with socket.socket() as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
-
-
-def _moto_server() -> Path:
-    path = Path(sys.executable).parent / "moto_server"
-    if not path.exists():
-        raise LocalAwsError(
-            f"{path} not found; install moto[server] into the environment of {sys.executable}"
-        )
-    return path
+def _moto_program() -> list[str]:
+    """moto's server, run from this environment's interpreter (moto_listener's docstring)."""
+    return [sys.executable, "-m", "app.controller.services.moto_listener"]
 
 
 def start_moto_server(
     state_dir: Path, no_auth_requests: int
 ) -> tuple[subprocess.Popen[bytes], str]:
     """A moto server on loopback that serves ``no_auth_requests`` requests without checking
-    them and enforces IAM on every later one; returns the process and its endpoint URL."""
-    port = _free_port()
-    endpoint_url = f"http://{LOOPBACK}:{port}"
-    env = {
-        "PATH": os.defpath,
-        "LC_ALL": "C.UTF-8",
-        "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
-    }
-    log_path = state_dir / "moto.log"
-    with log_path.open("wb") as log:
-        # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
-        # controller's to handle), and working in its own state directory, which names the run
-        # it belongs to.
-        process = subprocess.Popen(
-            tethered([str(_moto_server()), "-H", LOOPBACK, "-p", str(port)]),
-            env=env,
-            cwd=state_dir,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            break
-        # A bare TCP connect: an HTTP probe would be an S3 request and use up a bootstrap call.
-        try:
-            socket.create_connection((LOOPBACK, port), timeout=1).close()
-            return process, endpoint_url
-        except OSError:
-            time.sleep(0.1)
-    output = log_path.read_text(encoding="utf-8", errors="replace")[-2000:]
-    stop_process(process)
-    raise LocalAwsError(
-        f"moto_server did not listen on {LOOPBACK}:{port} within "
-        f"{STARTUP_TIMEOUT_SECONDS:.0f}s (output: {output.strip() or 'empty'}); "
-        "check moto[server] is installed and the port is free"
-    )
+    them and enforces IAM on every later one; returns the process and its endpoint URL.
+
+    The port is this run's from the moment it is bound here; the first request may be sent at
+    once, and waits in the socket's backlog until moto serves it (``moto_failure`` says why
+    one was not answered)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        listener.bind((LOOPBACK, 0))
+        listener.listen(64)
+        port = int(listener.getsockname()[1])
+        env = {
+            "PATH": os.defpath,
+            "LC_ALL": "C.UTF-8",
+            "PYTHONPATH": str(REPO_ROOT),
+            "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
+        }
+        with (state_dir / MOTO_LOG).open("wb") as log:
+            # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
+            # controller's to handle), and working in its own state directory, which names the
+            # run it belongs to.
+            process = subprocess.Popen(
+                tethered([*_moto_program(), str(listener.fileno())]),
+                env=env,
+                cwd=state_dir,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(listener.fileno(),),
+                start_new_session=True,
+            )
+    finally:
+        # moto holds its own copy: if it dies, connecting is refused rather than left waiting.
+        listener.close()
+    return process, f"http://{LOOPBACK}:{port}"
+
+
+def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
+    """Why moto did not answer, for an error message: its exit status and the end of its log."""
+    try:
+        output = (state_dir / MOTO_LOG).read_text(encoding="utf-8", errors="replace")[-2000:]
+    except OSError:
+        output = ""
+    code = None if process is None else process.poll()
+    status = "still running" if code is None else f"exited {code}"
+    return f"moto_listener {status} (output: {output.strip() or 'empty'})"
 
 
 class LocalAws:
@@ -197,10 +208,14 @@ class LocalAws:
         self._process: subprocess.Popen[bytes] | None = None
         self._endpoint_url = ""
         self._admin: dict[str, str] = {}
+        # One session for every client made here. It holds no credentials: each client is
+        # given its own.
+        self._boto = boto3.session.Session(botocore_session=_botocore_session())
 
     # -- moto -----------------------------------------------------------------------------
 
-    def _start_moto(self) -> None:
+    def start(self) -> None:
+        """Starts moto without waiting for it: ``provision`` sends the first request."""
         self.state_dir.mkdir(mode=0o700)
         self._process, self._endpoint_url = start_moto_server(self.state_dir, len(BOOTSTRAP_CALLS))
 
@@ -210,8 +225,10 @@ class LocalAws:
         config = Config(
             retries={"mode": "standard"} if retries else {"total_max_attempts": 1},
             s3={"addressing_style": "path"},
+            # The bootstrap's first request waits for moto to start.
+            read_timeout=STARTUP_TIMEOUT_SECONDS,
         )
-        return boto3.session.Session().client(
+        return self._boto.client(
             service,
             endpoint_url=self._endpoint_url,
             region_name=self.region,
@@ -249,7 +266,7 @@ class LocalAws:
             raise
         raise LocalAwsError(
             "moto accepted an unknown access key after the bootstrap calls, so IAM is not "
-            "enforced; check INITIAL_NO_AUTH_ACTION_COUNT reaches moto_server"
+            "enforced; check INITIAL_NO_AUTH_ACTION_COUNT reaches moto_listener"
         )
 
     def _seed(self, admin: tuple[str, str]) -> str:
@@ -300,9 +317,21 @@ class LocalAws:
         return path
 
     def __enter__(self) -> LocalAwsSettings:
-        self._start_moto()
+        self.start()
+        return self.provision()
+
+    def provision(self) -> LocalAwsSettings:
+        """Bootstraps moto's admin, seeds the store and the analyst's role, and writes the
+        analyst's credentials; stops moto if any of it fails."""
         try:
-            admin = self._bootstrap_admin()
+            try:
+                admin = self._bootstrap_admin()
+            except BotoCoreError as error:
+                raise LocalAwsError(
+                    f"moto did not answer the first request ({error}): "
+                    f"{moto_failure(self._process, self.state_dir)}",
+                    "check moto[server] is installed in this environment",
+                ) from error
             self._require_enforcement()
             self._admin = {"key": admin[0], "secret": admin[1]}
             admin_arn = self._client("sts", admin).get_caller_identity()["Arn"]
@@ -326,6 +355,11 @@ class LocalAws:
             expected_caller_arn=str(assumed["AssumedRoleUser"]["Arn"]),
         )
 
+    @property
+    def pid(self) -> int | None:
+        """moto's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
     def admin_store(self) -> CaseStore:
         """The store as the local admin: the control that shows an object the analyst is
         refused does exist. Local only; the cluster has no admin in the controller."""
@@ -334,10 +368,14 @@ class LocalAws:
         admin = (self._admin["key"], self._admin["secret"])
         return CaseStore(self._client("s3", admin), self._client("sts", admin), self.bucket)
 
-    def stop(self) -> None:
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over moto's process for the caller to stop, and forgets the admin's keys."""
         self._admin = {}
         process, self._process = self._process, None
-        stop_process(process)
+        return process
+
+    def stop(self) -> None:
+        stop_process(self.detach())
 
     def __exit__(
         self,

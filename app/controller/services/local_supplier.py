@@ -67,6 +67,9 @@ class LocalSupplierService:
         self.log_file = self.state_dir / "requests.jsonl"
         self._process: subprocess.Popen[bytes] | None = None
         self._stderr_file = self.state_dir / "stderr.log"
+        self._ready = self.state_dir / "ready"
+        # Set by start(): the public CA, and the two secret files it wrote.
+        self._ca_file = self._server_key = self._key_file = Path()
 
     def _provision(self) -> tuple[Path, Path, Path, Path]:
         """Writes the PKI and the key: public certificates 0644, private material as secrets."""
@@ -108,7 +111,7 @@ class LocalSupplierService:
                 return int(ready.read_text(encoding="ascii"))
             if self._process.poll() is not None:
                 break
-            time.sleep(0.05)
+            time.sleep(0.01)
         self.stop()
         stderr = self._stderr_file.read_text(encoding="utf-8", errors="replace").strip()
         raise SupplierServiceError(
@@ -117,16 +120,16 @@ class LocalSupplierService:
             "on 127.0.0.1 is allowed"
         )
 
-    def __enter__(self) -> SupplierEndpoint:
-        ca_file, cert, server_key, key_file = self._provision()
-        ready = self.state_dir / "ready"
+    def start(self) -> None:
+        """Writes the PKI and the key and starts the server, without waiting for it."""
+        self._ca_file, cert, self._server_key, self._key_file = self._provision()
         # A clean environment: the server needs no AWS variable and no proxy setting.
         env = {"PATH": os.defpath, "PYTHONPATH": str(REPO_ROOT), "LC_ALL": "C.UTF-8"}
         with self._stderr_file.open("wb") as stderr:
             # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is
             # the controller's to handle).
             self._process = subprocess.Popen(
-                tethered(self._command(cert, server_key, key_file, ready)),
+                tethered(self._command(cert, self._server_key, self._key_file, self._ready)),
                 cwd=REPO_ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -134,21 +137,37 @@ class LocalSupplierService:
                 stderr=stderr,
                 start_new_session=True,
             )
-        port = self._wait_ready(ready)
+
+    def ready(self) -> SupplierEndpoint:
+        """Waits until the server listens; then its TLS key file goes."""
+        port = self._wait_ready(self._ready)
         # The server loaded its TLS key before it said it was ready; nothing reads the file again.
-        server_key.unlink()
+        self._server_key.unlink()
         return SupplierEndpoint(
             url=f"https://{LOCAL_HOST}:{port}",
             alias_url=f"https://{ALIAS_HOST}:{port}",
             address=LOOPBACK,
             port=port,
-            ca_file=ca_file,
-            key_file=key_file,
+            ca_file=self._ca_file,
+            key_file=self._key_file,
         )
 
-    def stop(self) -> None:
+    def __enter__(self) -> SupplierEndpoint:
+        self.start()
+        return self.ready()
+
+    @property
+    def pid(self) -> int | None:
+        """The server's process id while it runs."""
+        return None if self._process is None else self._process.pid
+
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over the server's process for the caller to stop."""
         process, self._process = self._process, None
-        stop_process(process)
+        return process
+
+    def stop(self) -> None:
+        stop_process(self.detach())
 
     def __exit__(
         self,

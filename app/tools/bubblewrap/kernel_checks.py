@@ -4,6 +4,9 @@ stack), and a tool outliving its killed bwrap."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from functools import partial
 from typing import Any, Final
 
 from app.core.results import Errno, ToolResult, as_mapping
@@ -14,6 +17,7 @@ from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
+from app.tools.together import run_named
 
 # The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
 # reach the child), and each takes at most the probe's one scratch pointer.
@@ -36,12 +40,19 @@ class KernelChecks:
         self.layer = layer
         self.checks = run.checks
         self.readings: dict[str, Any] = {}
+        self.got: Mapping[str, Future[ToolResult]] = {}
 
     def check(self) -> None:
+        # Every reader but the held ones at once: each is a sandbox of its own that writes
+        # nothing; the lines are decided from the outcomes in their order.
+        self.got = run_named({**self._nested_userns_calls(), **self._filter_calls()})
         self._nested_userns()
         self._baseline()
         self._stacking()
         self._orphans()
+
+    def _outcome(self, name: str) -> ToolResult:
+        return self.got[name].result()
 
     def _expect(self, result: ToolResult, expected: Errno, claim: str) -> None:
         self.checks.require(
@@ -50,35 +61,69 @@ class KernelChecks:
             detail=f"observed {result.observed}",
         )
 
+    def _nested_userns_calls(self) -> dict[str, Callable[[], ToolResult]]:
+        return {
+            "userns control": partial(
+                self.layer.run_confined,
+                "reader",
+                "unshare-user",
+                [],
+                omit={"--disable-userns", "--assert-userns-disabled"},
+                purpose="nested userns control",
+            ),
+            "userns": partial(self.layer.run_tool, "reader", "unshare-user"),
+        }
+
     def _nested_userns(self) -> None:
-        control = self.layer.run_confined(
-            "reader",
-            "unshare-user",
-            [],
-            omit={"--disable-userns", "--assert-userns-disabled"},
-            purpose="nested userns control",
-        )
+        control = self._outcome("userns control")
         self.checks.require(
             control.ok,
             "control: a child started without --disable-userns may create a further user namespace",
             detail=f"the unshare {control.observed}",
         )
         self._expect(
-            self.layer.run_tool("reader", "unshare-user"),
+            self._outcome("userns"),
             Errno.ENOSPC,
             "so what refuses the reader a further user namespace is --disable-userns",
         )
+
+    def _filter_calls(self) -> dict[str, Callable[[], ToolResult]]:
+        args = kernel_call_args(tuple(FILTER_SAMPLES))
+        extra = [single_syscall_filter(name) for name in STACKED_SYSCALLS]
+        stacked = partial(self.layer.run_confined, "reader", extra_filters=extra)
+        return {
+            "unfiltered": partial(
+                self.layer.run_confined,
+                "reader",
+                "kernel-calls",
+                args,
+                omit={SECCOMP_ELEMENT},
+                purpose="baseline control",
+            ),
+            "filtered": partial(self.layer.run_tool, "reader", "kernel-calls", *args),
+            **{
+                f"baseline {name}": partial(
+                    self.layer.run_tool, "reader", "syscall", str(resolve_syscall(name))
+                )
+                for name in STACKED_SYSCALLS
+            },
+            "stacked": partial(stacked, "proc-status", [], purpose="stacked filters"),
+            **{
+                f"stacked {name}": partial(
+                    stacked,
+                    "syscall",
+                    [str(resolve_syscall(name))],
+                    purpose=f"stacked filters: {name}",
+                )
+                for name in STACKED_SYSCALLS
+            },
+        }
 
     def _baseline(self) -> None:
         # The same harmless calls with no filter reach the kernel, which gives its own answer;
         # with the baseline, the filter answers first.
         names = tuple(FILTER_SAMPLES)
-        args = kernel_call_args(names)
-        unfiltered = _answers(
-            self.layer.run_confined(
-                "reader", "kernel-calls", args, omit={SECCOMP_ELEMENT}, purpose="baseline control"
-            )
-        )
+        unfiltered = _answers(self._outcome("unfiltered"))
         expected_kernel = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         host_control(
             self.checks,
@@ -88,7 +133,7 @@ class KernelChecks:
             unfiltered,
             expected_kernel,
         )
-        filtered = _answers(self.layer.run_tool("reader", "kernel-calls", *args))
+        filtered = _answers(self._outcome("filtered"))
         self.checks.expect_equal(
             filtered,
             dict.fromkeys(names, Errno.EPERM.value),
@@ -99,19 +144,14 @@ class KernelChecks:
         numbers = {name: resolve_syscall(name) for name in STACKED_SYSCALLS}
         self.readings["stacked_syscall_numbers"] = numbers
         for name, number in numbers.items():
-            result = self.layer.run_tool("reader", "syscall", str(number))
+            result = self._outcome(f"baseline {name}")
             self.checks.require(
                 result.ok,
                 f"{name} (syscall {number}, numbered by libseccomp) succeeds in the reader "
                 "under the baseline filter alone",
                 detail=f"observed {result.observed}",
             )
-        extra = [single_syscall_filter(name) for name in STACKED_SYSCALLS]
-        stacked = as_mapping(
-            self.layer.run_confined(
-                "reader", "proc-status", [], extra_filters=extra, purpose="stacked filters"
-            ).data["status"]
-        )
+        stacked = as_mapping(self._outcome("stacked").data["status"])
         inherited = inherited_filters()
         self.checks.require(
             stacked["Seccomp"] == "2" and stacked["Seccomp_filters"] == str(inherited + 3),
@@ -120,15 +160,9 @@ class KernelChecks:
             f"{inherited + 3}",
             detail=f"Seccomp {stacked['Seccomp']}, Seccomp_filters {stacked['Seccomp_filters']}",
         )
-        for name, number in numbers.items():
+        for name in numbers:
             self._expect(
-                self.layer.run_confined(
-                    "reader",
-                    "syscall",
-                    [str(number)],
-                    extra_filters=extra,
-                    purpose=f"stacked filters: {name}",
-                ),
+                self._outcome(f"stacked {name}"),
                 Errno.EPERM,
                 f"and with both added, {name} is refused by its filter",
             )

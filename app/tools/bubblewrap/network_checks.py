@@ -5,12 +5,15 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+from collections.abc import Callable
+from functools import partial
 from typing import Final
 
-from app.core.results import Errno
-from app.core.roles import ROLES
+from app.core.results import Errno, ToolResult
+from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.together import run_named
 
 # TEST-NET-1 (RFC 5737): never routed on the internet. Only a UDP connect(), which sends
 # nothing, is made to it from the controller.
@@ -44,12 +47,22 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
                 f"control: the controller's own kernel has a route to {probe_address} "
                 f"(TEST-NET-1), from {source}: shown by a UDP connect(), which sends no packet",
             )
+    # Every role's probes at once: each in a network namespace of its own, none sending a byte.
+    calls: dict[tuple[Role, str], Callable[[], ToolResult]] = {}
     for role in ROLES:
-        names = layer.run_tool(role, "interfaces").data["interfaces"]
+        calls[role, "interfaces"] = partial(layer.run_tool, role, "interfaces")
+        calls[role, "supplier"] = partial(layer.run_tool, role, "tcp-connect", address, str(port))
+        if loopback and beyond:
+            calls[role, "beyond"] = partial(
+                layer.run_tool, role, "tcp-connect", probe_address, str(probe_port)
+            )
+    got = run_named(calls)
+    for role in ROLES:
+        names = got[role, "interfaces"].result().data["interfaces"]
         checks.expect_equal(
             names, ["lo"], f"the {role}'s network namespace holds loopback alone: ['lo']"
         )
-        connect = layer.run_tool(role, "tcp-connect", address, str(port))
+        connect = got[role, "supplier"].result()
         if loopback:
             expected = Errno.ECONNREFUSED
             claim = (
@@ -69,7 +82,7 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
             detail=f"observed {connect.observed}",
         )
         if loopback and beyond:
-            beyond_result = layer.run_tool(role, "tcp-connect", probe_address, str(probe_port))
+            beyond_result = got[role, "beyond"].result()
             checks.require(
                 beyond_result.refused_with(Errno.ENETUNREACH),
                 f"and beyond its loopback the {role} has no route at all, not even to "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from app.core.roles import Role
-from app.core.run_tree import INTERPRETER, MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES, WORKER_PACKAGE
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES, WORKER_COMMAND
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -245,7 +245,7 @@ def per_call_args(
     fds, prologue = per_call_elements(seccomp_fds, file_limit)
     head = [token for element in fds for token in element.argv]
     options = [token for element in prologue for token in element.argv]
-    return [*head, "--", INTERPRETER, "-m", WORKER_PACKAGE, *options, action, *args]
+    return [*head, "--", *WORKER_COMMAND, *options, action, *args]
 
 
 def mount_destinations(argv: Sequence[str]) -> list[str]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Iterable, Mapping
+from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -28,6 +30,7 @@ from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.bubblewrap.sandbox_checks import SandboxChecks
 from app.tools.common_checks import CommonChecks
 from app.tools.inherited import inherited_filters, over_inherited
+from app.tools.together import run_named
 from app.tools.worker.system import read_namespaces, read_status
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
@@ -38,6 +41,8 @@ CHECKED_NAMESPACES: Final = (*NAMESPACES, "mnt")
 # A variable only bwrap's own environment holds, in the call that reads the reader's: it must
 # not reach the reader.
 BWRAP_ONLY: Final = "ANALYST_BWRAP_ONLY"
+# The reader's own output file, which it writes to show whose it is on the host.
+IDENTITY_FILE: Final = f"{OUTPUT_MOUNT}/{CHECK_FILE}"
 START_CLAIM: Final = (
     "the reader starts under its argument vector and reports what it got, read from its own /proc"
 )
@@ -57,26 +62,46 @@ class ProcessChecks:
     def what_the_tool_got(self) -> None:
         self._check_bwrap()
         self._check_controller()
-        tool = self.checks.holds(
-            START_CLAIM,
-            lambda: self.layer.run_confined(
-                "reader", "proc-status", [], bwrap_env={**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
-            ),
-            refusals=(ToolRunError,),
+        # Every tool process of the section at once: each is a sandbox of its own, and the one
+        # file written (the reader's check.txt) is written by that call alone.
+        sandbox = SandboxChecks(self.run, self.layer)
+        bwrap_env = {**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
+        reading = partial(
+            self.layer.run_confined, action="proc-status", args=[], bwrap_env=bwrap_env
         )
+        got = run_named(
+            {
+                "reader": partial(reading, "reader"),
+                "identity": partial(
+                    self.layer.run_tool, "reader", "write-file", IDENTITY_FILE, "identity check\n"
+                ),
+                "environment control": partial(
+                    self.layer.run_confined,
+                    "reader",
+                    "env-names",
+                    [],
+                    omit={"--clearenv"},
+                    bwrap_env=bwrap_env,
+                    purpose="environment control",
+                ),
+                **sandbox.calls(),
+                **{role: partial(reading, role) for role in ROLES[1:]},
+            }
+        )
+        tool = self.checks.holds(START_CLAIM, got["reader"].result, refusals=(ToolRunError,))
         self.readings["reader_proc_status"] = dict(tool.data)
         status = as_mapping(tool.data["status"])
-        self._check_ids(tool, status)
+        self._check_ids(tool, status, got["identity"].result())
         self._check_privileges(status)
         self._check_namespaces(tool)
         self._check_mounts(tool)
         environment: list[str] = list(tool.data["environment"])
-        self._check_environment(environment)
-        SandboxChecks(self.run, self.layer).check(tool)
+        self._check_environment(environment, got["environment control"].result())
+        sandbox.check(tool, got)
         # Each check above watches one part of the reader's vector; the others' vectors are
         # held to the same, reading for reading.
         for role in ROLES[1:]:
-            self._same_as_the_reader(role, tool)
+            self._same_as_the_reader(role, tool, got[role])
 
     def _state(self, role: Role, data: Mapping[str, Any]) -> dict[str, Any]:
         """A proc-status reading with what must differ between roles put as what must hold:
@@ -91,7 +116,9 @@ class ProcessChecks:
         state["mounts"] = set(data["mounts"]) == named
         return state
 
-    def _same_as_the_reader(self, role: Role, reader: ToolResult) -> None:
+    def _same_as_the_reader(
+        self, role: Role, reader: ToolResult, outcome: Future[ToolResult]
+    ) -> None:
         claim = (
             f"the {role} starts under its argument vector and got what the reader got, read "
             "the same way: the same ids and id maps, capabilities, no_new_privs, seccomp filter "
@@ -100,9 +127,7 @@ class ProcessChecks:
             "signal, /tmp and read-only root"
         )
         try:
-            theirs = self.layer.run_confined(
-                role, "proc-status", [], bwrap_env={**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
-            )
+            theirs = outcome.result()
         except ToolRunError as error:
             self.checks.require(False, claim, detail=f"ToolRunError: {error}")
             return
@@ -155,7 +180,7 @@ class ProcessChecks:
             detail=caps,
         )
 
-    def _check_ids(self, tool: ToolResult, status: Mapping[str, str]) -> None:
+    def _check_ids(self, tool: ToolResult, status: Mapping[str, str], written: ToolResult) -> None:
         ids = " ".join([str(SANDBOX_ID)] * 4)  # real, effective, saved, filesystem
         maps: dict[str, list[str]] = {
             "uid_map": list(tool.data["uid_map"]),
@@ -182,8 +207,7 @@ class ProcessChecks:
             detail=f"Uid {status['Uid']}, Gid {status['Gid']}",
         )
         host = self.run.tool
-        inside = f"{OUTPUT_MOUNT}/{CHECK_FILE}"
-        written = self.layer.run_tool("reader", "write-file", inside, "identity check\n")
+        inside = IDENTITY_FILE
         on_host = os.lstat(self.run.paths.workspace("reader").output / CHECK_FILE)
         owner = (on_host.st_uid, on_host.st_gid)
         seen = written.data.get("owner")
@@ -273,7 +297,7 @@ class ProcessChecks:
             detail=f"exposed by {exposed}",
         )
 
-    def _check_environment(self, names: list[str]) -> None:
+    def _check_environment(self, names: list[str], control: ToolResult) -> None:
         expected = expected_environment(BubblewrapPolicy())
         self.checks.expect_equal(
             names,
@@ -281,14 +305,6 @@ class ProcessChecks:
             f"the reader's whole environment is {names}: the variables its argument vector "
             f"sets after --clearenv, and the PWD bwrap derives from --chdir; {BWRAP_ONLY}, set "
             "in bwrap's own environment for this call, is not among them",
-        )
-        control = self.layer.run_confined(
-            "reader",
-            "env-names",
-            [],
-            omit={"--clearenv"},
-            bwrap_env={**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"},
-            purpose="environment control",
         )
         self.checks.require(
             BWRAP_ONLY in control.data.get("names", []),

@@ -2,12 +2,17 @@
 its parent's death does to it, its scratch space and its read-only root.
 
 Each reading is set beside a control that starts the same reader with the one switch left
-out, so the line shows that switch is what makes the difference.
+out, so the line shows that switch is what makes the difference. Every reader these checks
+start is a sandbox of its own (its own /tmp and root), so they are started together, with the
+rest of the section's (ProcessChecks), and their outcomes read in the lines' order.
 """
 
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from functools import partial
 from typing import Final
 
 from app.core.results import Errno, ToolResult, as_mapping
@@ -33,18 +38,42 @@ class SandboxChecks:
         self.run = run
         self.layer = layer
         self.checks = run.checks
+        self.got: Mapping[str, Future[ToolResult]] = {}
 
-    def check(self, tool: ToolResult) -> None:
+    def calls(self) -> dict[str, Callable[[], ToolResult]]:
+        """The tool processes the checks read, by name; none depends on another."""
+        fill = ["/tmp", str(SCRATCH_FILL), str(MAX_OUTPUT_FILE_BYTES)]
+        probe = [f"create:{ROOT_PROBE}"]
+        return {
+            "session control": self._control("proc-status", [], "--new-session"),
+            "parent death control": self._control("proc-status", [], "--die-with-parent"),
+            "scratch control": self._control("fill-scratch", fill, "--size"),
+            "scratch": partial(self.layer.run_tool, "reader", "fill-scratch", *fill),
+            "root control": self._control("access", probe, "--remount-ro /"),
+            "root": partial(self.layer.run_tool, "reader", "access", *probe),
+        }
+
+    def check(self, tool: ToolResult, got: Mapping[str, Future[ToolResult]]) -> None:
+        """The lines, from the reader's first reading and the outcomes of ``calls``."""
+        self.got = got
         self._working_directory(tool)
         self._session(tool)
         self._parent_death(tool)
         self._scratch(tool)
         self._read_only_root()
 
-    def _control(self, action: str, args: list[str], without: str) -> ToolResult:
-        return self.layer.run_confined(
-            "reader", action, args, omit={without}, purpose=f"control without {without}"
+    def _control(self, action: str, args: list[str], without: str) -> Callable[[], ToolResult]:
+        return partial(
+            self.layer.run_confined,
+            "reader",
+            action,
+            args,
+            omit={without},
+            purpose=f"control without {without}",
         )
+
+    def _outcome(self, name: str) -> ToolResult:
+        return self.got[name].result()
 
     def _working_directory(self, tool: ToolResult) -> None:
         self.checks.expect_equal(
@@ -63,7 +92,7 @@ class SandboxChecks:
             f"{sid}), so no terminal of the controller's session is its controlling terminal",
             detail=f"getsid(0) is {sid}: the session's leader is outside its pid namespace",
         )
-        control = self._control("proc-status", [], "--new-session")
+        control = self._outcome("session control")
         self.checks.require(
             control.data.get("sid") == 0,
             "control: started without --new-session, the reader is in the controller's "
@@ -78,7 +107,7 @@ class SandboxChecks:
             kill,
             f"the reader is killed when its parent dies: PR_GET_PDEATHSIG is {kill} (SIGKILL)",
         )
-        control = self._control("proc-status", [], "--die-with-parent")
+        control = self._outcome("parent death control")
         self.checks.expect_equal(
             control.data.get("pdeathsig"),
             0,
@@ -99,15 +128,14 @@ class SandboxChecks:
             f"the reader's /tmp is a tmpfs of {_mib(SCRATCH_BYTES)} (statvfs: {SCRATCH_BYTES} "
             "bytes), so what it keeps in memory there is bounded",
         )
-        fill = ["/tmp", str(SCRATCH_FILL), str(MAX_OUTPUT_FILE_BYTES)]
-        control = self._control("fill-scratch", fill, "--size")
+        control = self._outcome("scratch control")
         self.checks.require(
             control.ok and control.data.get("written") == SCRATCH_FILL,
             f"control: started without --size, the reader writes {SCRATCH_FILL} bytes "
             f"({_mib(SCRATCH_FILL)}) to /tmp, in files of at most {_mib(MAX_OUTPUT_FILE_BYTES)}",
             detail=f"the write {control.observed}, {control.data.get('written')} bytes",
         )
-        filled = self.layer.run_tool("reader", "fill-scratch", *fill)
+        filled = self._outcome("scratch")
         self.checks.require(
             filled.refused_with(Errno.ENOSPC),
             f"so the same write in the reader's /tmp stops at its {_mib(SCRATCH_BYTES)}: "
@@ -116,14 +144,14 @@ class SandboxChecks:
         )
 
     def _read_only_root(self) -> None:
-        control = self._control("access", [f"create:{ROOT_PROBE}"], "--remount-ro /")
+        control = self._outcome("root control")
         self.checks.require(
             control.data.get("answers") == ["ok"],
             f"control: started without --remount-ro /, the reader creates {ROOT_PROBE} on "
             "its root, a tmpfs with no size limit",
             detail=f"the create {control.data.get('answers')}",
         )
-        refused = self.layer.run_tool("reader", "access", f"create:{ROOT_PROBE}")
+        refused = self._outcome("root")
         self.checks.expect_equal(
             refused.data.get("answers"),
             [Errno.EROFS.value],

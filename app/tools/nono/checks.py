@@ -9,11 +9,12 @@ never a probe's full result (an unconfined open reports a file's identity).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.core.results import Errno, ToolRunError
+from app.core.results import Errno, ToolResult, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.tools.attack_checks import AttackChecks
@@ -25,6 +26,7 @@ from app.tools.nono.endpoint_checks import EndpointChecks
 from app.tools.nono.policy import differences, fill, intended_variables
 from app.tools.nono.process_checks import NonoProcessChecks
 from app.tools.nono.runner import NonoRunner
+from app.tools.together import run_named, run_together
 
 
 class NonoChecks(LayerChecks):
@@ -100,11 +102,13 @@ class NonoChecks(LayerChecks):
         checks, layer = self.checks, self.layer
         checks.begin("environment")
         names: dict[Role, list[str]] = {}
-        for role in ROLES:
+        # Each role's first start, all at once (each starts its own proxy, if it has one).
+        started = run_together([partial(layer.run_tool, role, "env-names") for role in ROLES])
+        for role, outcome in zip(ROLES, started, strict=True):
             names[role] = list(
                 checks.holds(
                     f"the {role} starts under its profile and runs the staged worker",
-                    partial(layer.run_tool, role, "env-names"),
+                    outcome.result,
                     refusals=(ToolRunError,),
                 ).data["names"]
             )
@@ -138,19 +142,30 @@ class NonoChecks(LayerChecks):
     def _credentials(self) -> None:
         checks, layer = self.checks, self.layer
         checks.begin("credentials")
+        online: tuple[Role, ...] = ("reader", "writer")
         real = self.run.supplier.key_file.read_bytes().strip()
-        real_digest = layer.credential_digest(real)
+        # The roles' digests and the controller's (PBKDF2 lets other threads run) at once.
+        calls: dict[str, Callable[[], Any]] = {
+            "real": partial(layer.credential_digest, real),
+            **{role: partial(layer.run_tool, role, "credential-digest") for role in online},
+            **{
+                f"{role} issued": partial(layer.credential_digest, layer.proxies.placeholder(role))
+                for role in online
+            },
+        }
         del real
+        got = run_named(calls)
+        real_digest = str(got["real"].result())
         seen: dict[Role, str] = {}
-        for role in ("reader", "writer"):
-            measured = layer.run_tool(role, "credential-digest").data
+        for role in online:
+            measured = got[role].result().data
             checks.require(
                 measured.get("present") is True and measured.get("non_empty") is True,
                 f"the {role} holds a supplier credential: SUPPLIER_API_KEY is set and not empty",
                 detail=f"present {measured.get('present')}, non-empty {measured.get('non_empty')}",
             )
             digest = str(measured["digest"])
-            issued = layer.credential_digest(layer.proxies.placeholder(role))
+            issued = str(got[f"{role} issued"].result())
             checks.require(
                 digest == issued and digest != real_digest,
                 f"the {role}'s credential is the placeholder its own proxy issued, not the real "
@@ -170,20 +185,31 @@ class NonoChecks(LayerChecks):
             detail="both roles hold the same placeholder",
         )
         seen.clear()
+        calls.clear()
+        got.clear()
         del real_digest
 
     # --- network ------------------------------------------------------------------------------
 
-    def _connect_with_control(self, role: Role, host: str, port: int, what: str) -> None:
+    def _connect_calls(
+        self, name: str, role: Role, host: str, port: int
+    ) -> dict[str, Callable[[], ToolResult]]:
+        """The control's connect and the role's, named ``name`` and ``name`` + " control"."""
+        return {
+            f"{name} control": partial(self.layer.run_unconfined, "tcp-connect", host, str(port)),
+            name: partial(self.layer.run_tool, role, "tcp-connect", host, str(port)),
+        }
+
+    def _connect_with_control(
+        self, role: Role, host: str, port: int, what: str, control: ToolResult, confined: ToolResult
+    ) -> None:
         checks, uid = self.checks, self.run.tool.uid
-        control = self.layer.run_unconfined("tcp-connect", host, str(port))
         checks.require(
             control.ok,
             f"control: an unconfined process at the tool's uid {uid} connects to {what} at "
             f"{host}:{port}",
             detail=f"the connect {control.observed}",
         )
-        confined = self.layer.run_tool(role, "tcp-connect", host, str(port))
         checks.require(
             confined.refused_with(Errno.EACCES),
             f"the {role} cannot connect to {what} at {host}:{port} directly: Landlock answers "
@@ -195,15 +221,31 @@ class NonoChecks(LayerChecks):
         checks, layer, run = self.checks, self.layer, self.run
         checks.begin("network")
         host, port = run.aws_endpoint
-        self._connect_with_control("reader", host, port, "the controller's AWS endpoint")
-        online = layer.run_tool("reader", "socket-inet")
+        supplier = (run.supplier.address, run.supplier.port)
+        # Every call at once: each connects (or is refused) on its own, and sends nothing.
+        calls: dict[str, Callable[[], ToolResult]] = {
+            **self._connect_calls("aws", "reader", host, port),
+            "online": partial(layer.run_tool, "reader", "socket-inet"),
+            "offline": partial(layer.run_tool, "evaluator", "socket-inet"),
+            **self._connect_calls("supplier", "reader", *supplier),
+        }
+        got = run_named(calls)
+        self._connect_with_control(
+            "reader",
+            host,
+            port,
+            "the controller's AWS endpoint",
+            got["aws control"].result(),
+            got["aws"].result(),
+        )
+        online = got["online"].result()
         checks.require(
             online.ok,
             "control: the online reader creates an Internet socket: socket(AF_INET, "
             "SOCK_STREAM), no connect",
             detail=f"socket() {online.observed}",
         )
-        offline = layer.run_tool("evaluator", "socket-inet")
+        offline = got["offline"].result()
         checks.require(
             offline.refused_with(Errno.EPERM),
             "the offline evaluator cannot create an Internet socket: the same socket() call "
@@ -211,5 +253,9 @@ class NonoChecks(LayerChecks):
             detail=f"observed {offline.observed}",
         )
         self._connect_with_control(
-            "reader", run.supplier.address, run.supplier.port, "the supplier API"
+            "reader",
+            *supplier,
+            "the supplier API",
+            got["supplier control"].result(),
+            got["supplier"].result(),
         )

@@ -11,7 +11,9 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -22,8 +24,8 @@ from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
-from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_PACKAGE
-from app.tools.execution import SYSTEM_PATH, TOOL_TIMEOUT_SECONDS, parse_output
+from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_COMMAND
+from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.held import HeldReading, read_while_held
@@ -44,8 +46,9 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
+from app.tools.together import run_together
+from app.tools.worker.credentials import DIGEST_ITERATIONS
 from app.tools.worker.prologue import FILTER_OPTION
-from app.tools.worker.proxy import DIGEST_ITERATIONS
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
@@ -92,6 +95,8 @@ class NonoLayer(ConfinementLayer):
         self.proxies = RoleProxies(self.values.key_file)
         self._request_ids = 0
         self._written = False
+        # Tool processes may run at once (app/tools/together.py): the profiles are written once.
+        self._writing = threading.Lock()
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
 
@@ -103,14 +108,15 @@ class NonoLayer(ConfinementLayer):
     def _write_profiles(self) -> None:
         """Writes each role's live profile where no role can write (see run_tree's layout),
         and the baseline filter the profiles name, where every role may read it."""
-        if self._written:
-            return
-        self._stage_filter()
-        for role in ROLES:
-            path = self.profile_path(role)
-            path.write_text(to_json(self._profile(role)), "utf-8")
-            os.chmod(path, 0o644)
-        self._written = True
+        with self._writing:
+            if self._written:
+                return
+            self._stage_filter()
+            for role in ROLES:
+                path = self.profile_path(role)
+                path.write_text(to_json(self._profile(role)), "utf-8")
+                os.chmod(path, 0o644)
+            self._written = True
 
     def _profile(self, role: Role) -> dict[str, Any]:
         """The committed profile (with this layer's widening and omissions) and run values."""
@@ -221,7 +227,7 @@ class NonoLayer(ConfinementLayer):
             # Installed by the worker itself, first of all: nono-py has no way to stack a
             # filter of the caller's (see the worker's prologue).
             prologue = [FILTER_OPTION, process["seccomp_filter"]]
-        return [INTERPRETER, "-m", WORKER_PACKAGE, *prologue, action, *args]
+        return [*WORKER_COMMAND, *prologue, action, *args]
 
     def _execute(
         self,
@@ -234,6 +240,7 @@ class NonoLayer(ConfinementLayer):
         drop = self.run.tool.process_identity()
         try:
             caps = self._capabilities(role, profile)
+            TOOL_STARTS.add()
             result = nono_py.sandboxed_exec(
                 caps,
                 command,
@@ -289,13 +296,21 @@ class NonoLayer(ConfinementLayer):
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
         """Each placeholder this run issued, and the digests the credential checks computed."""
-        values = {"the real key's digest": self.credential_digest(supplier_key).encode("ascii")}
-        for role in self.proxies.roles:
-            placeholder = self.proxies.placeholder(role)
-            values[f"the {role}'s placeholder"] = placeholder
-            values[f"the {role}'s placeholder digest"] = self.credential_digest(placeholder).encode(
-                "ascii"
+        placeholders = {role: self.proxies.placeholder(role) for role in self.proxies.roles}
+        # PBKDF2 lets other threads run: the digests are computed at once.
+        digests = [
+            outcome.result().encode("ascii")
+            for outcome in run_together(
+                [
+                    partial(self.credential_digest, secret)
+                    for secret in (supplier_key, *placeholders.values())
+                ]
             )
+        ]
+        values = {"the real key's digest": digests[0]}
+        for (role, placeholder), digest in zip(placeholders.items(), digests[1:], strict=True):
+            values[f"the {role}'s placeholder"] = placeholder
+            values[f"the {role}'s placeholder digest"] = digest
         return values
 
     # --- ConfinementLayer ---------------------------------------------------------------------
@@ -334,6 +349,7 @@ class NonoLayer(ConfinementLayer):
                 "bpf_bytes": len(nono_baseline_filter().program),
             },
             "audit": self.proxies.audit_json(),
+            "proxies": {role: self.proxies.base_url(role) for role in self.proxies.roles},
             "largest_tool_peak_kib": self.tool_peak_kib,
         }
 

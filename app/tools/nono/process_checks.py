@@ -5,17 +5,20 @@ the control that runs the same role without the baseline (nono's own rules alone
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final
 
 from app.core.results import Errno, ToolResult, ToolRunError, as_mapping
 from app.core.run import Run
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
+from app.core.run_tree import WORKER_COMMAND
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
+from app.tools.together import run_named
 from app.tools.worker.prologue import FILTER_OPTION
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapAmb")
@@ -40,12 +43,62 @@ class NonoProcessChecks:
         self.layer = layer
         self.checks = run.checks
         self.readings: dict[str, Any] = {}
+        self.got: Mapping[str, Future[ToolResult]] = {}
 
     def check(self) -> None:
         self.checks.begin("process")
         self._held()
+        # The rest at once: none holds a file or writes one, and the lines are decided from
+        # the outcomes in their order.
+        self.got = run_named(self._calls())
         self._nested_userns()
         self._filter_samples()
+
+    def _calls(self) -> dict[str, Callable[[], ToolResult]]:
+        layer, samples = self.layer, kernel_call_args(tuple(FILTER_SAMPLES))
+        io_uring = kernel_call_args(["io_uring_setup"])
+        return {
+            "userns control": partial(
+                layer.run_confined,
+                "reader",
+                "unshare-user",
+                [],
+                baseline=False,
+                purpose="nested userns control",
+            ),
+            "userns": partial(layer.run_tool, "reader", "unshare-user"),
+            "nono alone": partial(
+                layer.run_confined,
+                "reader",
+                "kernel-calls",
+                samples,
+                baseline=False,
+                purpose="baseline control",
+            ),
+            # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that
+            # mode for the reader; the offline evaluator's blocked network it can.
+            "landlock alone": partial(
+                layer.run_confined,
+                "evaluator",
+                "kernel-calls",
+                io_uring,
+                baseline=False,
+                enforcement_mode="landlock",
+                purpose="io_uring control under Landlock alone",
+            ),
+            "baseline alone": partial(
+                layer.run_confined,
+                "evaluator",
+                "kernel-calls",
+                io_uring,
+                enforcement_mode="landlock",
+                purpose="the baseline under Landlock alone",
+            ),
+            "refused": partial(layer.run_tool, "reader", "kernel-calls", *samples),
+        }
+
+    def _outcome(self, name: str) -> ToolResult:
+        return self.got[name].result()
 
     def _held(self) -> None:
         checks, tool = self.checks, self.run.tool
@@ -60,7 +113,7 @@ class NonoProcessChecks:
         ids = " ".join([str(tool.uid)] * 4)
         gids = " ".join([str(tool.gid)] * 4)
         checks.require(
-            command[:3] == [INTERPRETER, "-m", WORKER_PACKAGE]
+            command[: len(WORKER_COMMAND)] == list(WORKER_COMMAND)
             and "hold" in command
             and status["Uid"] == ids
             and status["Gid"] == gids,
@@ -103,9 +156,7 @@ class NonoProcessChecks:
         )
 
     def _nested_userns(self) -> None:
-        control = self.layer.run_confined(
-            "reader", "unshare-user", [], baseline=False, purpose="nested userns control"
-        )
+        control = self._outcome("userns control")
         host_control(
             self.checks,
             "control: without the baseline, a nono tool process may create a user namespace "
@@ -114,7 +165,7 @@ class NonoProcessChecks:
             control.observed,
             "succeeded",
         )
-        refused = self.layer.run_tool("reader", "unshare-user")
+        refused = self._outcome("userns")
         self.checks.require(
             refused.refused_with(Errno.EPERM),
             f"so the baseline is what refuses the reader a nested user namespace: {Errno.EPERM}",
@@ -122,14 +173,9 @@ class NonoProcessChecks:
         )
 
     def _filter_samples(self) -> None:
-        checks, layer = self.checks, self.layer
+        checks = self.checks
         names = tuple(FILTER_SAMPLES)
-        args = kernel_call_args(names)
-        nono_alone = _answers(
-            layer.run_confined(
-                "reader", "kernel-calls", args, baseline=False, purpose="baseline control"
-            )
-        )
+        nono_alone = _answers(self._outcome("nono alone"))
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
         host_control(
@@ -140,18 +186,7 @@ class NonoProcessChecks:
             nono_alone,
             expected,
         )
-        # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that
-        # mode for the reader; the offline evaluator's blocked network it can.
-        landlock_alone = _answers(
-            layer.run_confined(
-                "evaluator",
-                "kernel-calls",
-                kernel_call_args(["io_uring_setup"]),
-                baseline=False,
-                enforcement_mode="landlock",
-                purpose="io_uring control under Landlock alone",
-            )
-        )
+        landlock_alone = _answers(self._outcome("landlock alone"))
         host_control(
             checks,
             "control: under Landlock alone (enforcement mode landlock, no baseline), the "
@@ -159,22 +194,14 @@ class NonoProcessChecks:
             landlock_alone,
             {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
         )
-        baseline_alone = _answers(
-            layer.run_confined(
-                "evaluator",
-                "kernel-calls",
-                kernel_call_args(["io_uring_setup"]),
-                enforcement_mode="landlock",
-                purpose="the baseline under Landlock alone",
-            )
-        )
+        baseline_alone = _answers(self._outcome("baseline alone"))
         checks.expect_equal(
             baseline_alone,
             {"io_uring_setup": Errno.EPERM.value},
             "and with the baseline under Landlock alone, the baseline refuses it itself: "
             f"io_uring_setup {Errno.EPERM}",
         )
-        refused = _answers(layer.run_tool("reader", "kernel-calls", *args))
+        refused = _answers(self._outcome("refused"))
         checks.expect_equal(
             refused,
             dict.fromkeys(names, Errno.EPERM.value),

@@ -13,6 +13,7 @@ credential route, because a tunnel would bypass the method/path policy.
 from __future__ import annotations
 
 import http.client
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -133,11 +134,18 @@ class RoleProxies:
         self._key_file = key_file
         self._handles: dict[Role, nono_py.ProxyHandle] = {}
         self._audit: dict[Role, list[AuditEvent]] = {role: [] for role in ROLES}
+        # Tool processes may run at once (app/tools/together.py): a role's proxy is started
+        # once, and its audit records are taken one drain at a time.
+        self._lock = threading.RLock()
 
     def handle(self, role: Role, route: ProxyRoute) -> nono_py.ProxyHandle:
         """The role's own proxy: its own placeholder, its own endpoint rules."""
-        if role in self._handles:
-            return self._handles[role]
+        with self._lock:
+            handle = self._handles.get(role)
+            return handle if handle is not None else self._start(role, route)
+
+    def _start(self, role: Role, route: ProxyRoute) -> nono_py.ProxyHandle:
+        """Starts the role's proxy and checks it loaded the real key."""
         config = nono_py.RouteConfig(
             route.prefix,
             route.upstream,
@@ -188,9 +196,10 @@ class RoleProxies:
     # --- audit --------------------------------------------------------------------------------
 
     def drain(self, role: Role) -> None:
-        if role in self._handles:
-            events = self._handles[role].drain_audit_events()
-            self._audit[role].extend(AuditEvent.from_nono(e) for e in events)
+        with self._lock:
+            if role in self._handles:
+                events = self._handles[role].drain_audit_events()
+                self._audit[role].extend(AuditEvent.from_nono(e) for e in events)
 
     def mark(self, role: Role) -> int:
         self.drain(role)

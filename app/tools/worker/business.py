@@ -9,13 +9,22 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from pathlib import Path
-from typing import Any
 
-from .protocol import Result, ok
+from .protocol import ok
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .protocol import Result
 
 
-def _write_output(path: Path, data: bytes) -> str:
+def _read(path: str) -> bytes:
+    with open(path, "rb") as source:
+        return source.read()
+
+
+def _write_output(path: str, data: bytes) -> str:
     """Writes one of the role's output files, which the controller created before it started:
     a role creates no file of its own."""
     fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -29,7 +38,7 @@ def _write_output(path: Path, data: bytes) -> str:
 def read_case(args: list[str]) -> Result:
     """Reader: reads its assigned case document and reports what it holds."""
     (path,) = args
-    data = Path(path).read_bytes()
+    data = _read(path)
     case = json.loads(data)
     return ok(
         path=path,
@@ -42,7 +51,7 @@ def read_case(args: list[str]) -> Result:
 def read_proposal(args: list[str]) -> Result:
     """Reader: reads one proposal it was given and reports its supplier id and digest."""
     (path,) = args
-    data = Path(path).read_bytes()
+    data = _read(path)
     return ok(
         path=path,
         sha256=hashlib.sha256(data).hexdigest(),
@@ -67,7 +76,7 @@ def _misses(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> l
 def evaluate(args: list[str]) -> Result:
     """Evaluator: the offline comparison, from the facts file alone, written to its output."""
     facts_path, out_path = args
-    facts = json.loads(Path(facts_path).read_bytes())
+    facts = json.loads(_read(facts_path))
     req = facts["requirements"]
     rows = []
     for supplier in facts["suppliers"]:
@@ -78,23 +87,23 @@ def evaluate(args: list[str]) -> Result:
     winner = eligible[0]["id"] if eligible else None
     comparison = {"case_id": facts["case_id"], "winner": winner, "suppliers": rows}
     data = (json.dumps(comparison, indent=2, sort_keys=True) + "\n").encode("utf-8")
-    digest = _write_output(Path(out_path), data)
+    digest = _write_output(out_path, data)
     return ok(comparison=comparison, sha256=digest)
 
 
 def write_draft(args: list[str]) -> Result:
     """Writer: saves the comparison and a draft recommendation in its own output directory."""
-    in_dir, out_dir = (Path(a) for a in args)
-    comparison_bytes = (in_dir / "comparison.json").read_bytes()
+    in_dir, out_dir = args
+    comparison_bytes = _read(os.path.join(in_dir, "comparison.json"))
     comparison = json.loads(comparison_bytes)
-    private = json.loads((in_dir / "private.json").read_bytes())
+    private = json.loads(_read(os.path.join(in_dir, "private.json")))
     draft = (
         f"Draft recommendation {private['draft_reference']} for case {comparison['case_id']}: "
         f"award to {comparison['winner']}.\n"
     ).encode()
     return ok(
-        comparison_sha256=_write_output(out_dir / "comparison.json", comparison_bytes),
-        draft_sha256=_write_output(out_dir / "draft.txt", draft),
+        comparison_sha256=_write_output(os.path.join(out_dir, "comparison.json"), comparison_bytes),
+        draft_sha256=_write_output(os.path.join(out_dir, "draft.txt"), draft),
         winner=comparison["winner"],
     )
 

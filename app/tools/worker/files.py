@@ -5,7 +5,11 @@ from __future__ import annotations
 import hashlib
 import os
 
-from .protocol import Result, errno_name, ok, refused
+from .protocol import errno_name, ok, refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .protocol import Result
 
 
 def open_read(args: list[str]) -> Result:

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import socket
 
-from .protocol import Result, ok, refused
+from .protocol import ok, refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .protocol import Result
 
 
 def interfaces(args: list[str]) -> Result:
@@ -36,4 +40,14 @@ def tcp_connect(args: list[str]) -> Result:
     return ok(address=address, port=port)
 
 
-ACTIONS = {"interfaces": interfaces, "tcp-connect": tcp_connect}
+def socket_inet(args: list[str]) -> Result:
+    """socket(AF_INET, SOCK_STREAM) and nothing else: no connect, no byte sent."""
+    try:
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    except OSError as error:
+        return refused(error)
+    sock.close()
+    return ok()
+
+
+ACTIONS = {"interfaces": interfaces, "tcp-connect": tcp_connect, "socket-inet": socket_inet}

@@ -15,10 +15,15 @@ import fcntl
 import json
 import os
 import socket
-from collections.abc import Callable
-from typing import Any
 
-from .protocol import Result, errno_name, ok, refused
+from .protocol import errno_name, ok, refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .protocol import Result
 
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long

@@ -14,10 +14,11 @@ without them:
 
 from __future__ import annotations
 
-import ctypes
-import hashlib
 import resource
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 FILE_LIMIT_OPTION = "--max-file-bytes"
 FILTER_OPTION = "--seccomp-filter"
@@ -28,19 +29,6 @@ _SECCOMP_MODE_FILTER = 2
 _BPF_INSTRUCTION_BYTES = 8
 # BPF_MAXINSNS: the kernel refuses a longer program anyway.
 _MAX_PROGRAM_BYTES = 4096 * _BPF_INSTRUCTION_BYTES
-
-
-class _SockFilter(ctypes.Structure):
-    _fields_ = [
-        ("code", ctypes.c_ushort),
-        ("jt", ctypes.c_ubyte),
-        ("jf", ctypes.c_ubyte),
-        ("k", ctypes.c_uint),
-    ]
-
-
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter))]
 
 
 def _limit_file_size(text: str) -> int:
@@ -54,13 +42,28 @@ def _limit_file_size(text: str) -> int:
 def _load_filter(path: str) -> str:
     """Installs the program at ``path``; returns its sha256. Any failure raises: a tool that
     was asked for a filter never runs without it."""
+    # Imported here: only the layers that ask for a filter pay for them (protocol.py's NOTE).
+    import ctypes
+    import hashlib
+
+    class SockFilter(ctypes.Structure):
+        _fields_ = [
+            ("code", ctypes.c_ushort),
+            ("jt", ctypes.c_ubyte),
+            ("jf", ctypes.c_ubyte),
+            ("k", ctypes.c_uint),
+        ]
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(SockFilter))]
+
     with open(path, "rb") as source:
         program = source.read(_MAX_PROGRAM_BYTES + 1)
     if not program or len(program) % _BPF_INSTRUCTION_BYTES or len(program) > _MAX_PROGRAM_BYTES:
         raise ValueError(f"{path} is not a BPF program ({len(program)} bytes)")
     count = len(program) // _BPF_INSTRUCTION_BYTES
-    instructions = (_SockFilter * count).from_buffer_copy(program)
-    fprog = _SockFprog(count, instructions)
+    instructions = (SockFilter * count).from_buffer_copy(program)
+    fprog = SockFprog(count, instructions)
     libc = ctypes.CDLL(None, use_errno=True)
     # prctl(2) takes five arguments and refuses (EINVAL) unused ones that are not zero.
     libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4

@@ -9,21 +9,20 @@ honours the proxy variables. Nothing here knows whether the credential is real.
 from __future__ import annotations
 
 import base64
-import hashlib
 import http.client
 import os
-import socket
 import urllib.error
 import urllib.request
-from pathlib import Path
 from urllib.parse import urlsplit
 
-from .protocol import Action, Result, ok, refused
+from .credentials import KEY_VARIABLE
+from .protocol import ok, refused
 
-KEY_VARIABLE = "SUPPLIER_API_KEY"
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .protocol import Action, Result
+
 BASE_URL_VARIABLE = "SUPPLIER_BASE_URL"
-DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"
-DIGEST_ITERATIONS = 200_000
 TIMEOUT_SECONDS = 10
 
 
@@ -47,7 +46,8 @@ def supplier_request(args: list[str]) -> Result:
     headers = {"X-Api-Key": os.environ.get(KEY_VARIABLE, ""), "X-Analyst-Request-ID": request_id}
     body = None
     if body_file is not None:
-        body = Path(body_file).read_bytes()
+        with open(body_file, "rb") as source:
+            body = source.read()
         json_body = body_file.endswith(".json")
         headers["Content-Type"] = "application/json" if json_body else "text/plain"
     request = urllib.request.Request(
@@ -101,38 +101,7 @@ def alias_request(args: list[str]) -> Result:
     return ok(host=target.hostname, port=target.port, connect_status=status, request_id=request_id)
 
 
-def credential_digest(args: list[str]) -> Result:
-    """PBKDF2-HMAC-SHA256 of the role's supplier credential under the run's digest key.
-
-    Only the digest leaves the process, and only to the controller, which compares and drops it.
-    """
-    value = os.environ.get(KEY_VARIABLE)
-    digest_key = os.environ[DIGEST_KEY_VARIABLE]
-    digest = hashlib.pbkdf2_hmac(
-        "sha256", (value or "").encode("utf-8"), digest_key.encode("utf-8"), DIGEST_ITERATIONS
-    )
-    return ok(present=value is not None, non_empty=bool(value), digest=digest.hex())
-
-
-def env_names(args: list[str]) -> Result:
-    """The names of this process's environment variables, sorted; never a value."""
-    return ok(names=sorted(os.environ))
-
-
-def socket_inet(args: list[str]) -> Result:
-    """socket(AF_INET, SOCK_STREAM) and nothing else: no connect, no byte sent."""
-    try:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    except OSError as error:
-        return refused(error)
-    sock.close()
-    return ok()
-
-
 ACTIONS: dict[str, Action] = {
     "supplier-request": supplier_request,
     "alias-request": alias_request,
-    "credential-digest": credential_digest,
-    "env-names": env_names,
-    "socket-inet": socket_inet,
 }

@@ -5,7 +5,11 @@ from __future__ import annotations
 import ctypes
 import os
 
-from .protocol import Action, Result, errno_name, ok, refused
+from .protocol import errno_name, ok, refused
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .protocol import Action, Result
 
 STATUS_FIELDS = (
     "Uid",

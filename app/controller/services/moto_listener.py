@@ -1,0 +1,53 @@
+"""moto's server on a listening socket the controller made: ``python -m
+app.controller.services.moto_listener <fd>``.
+
+The controller binds 127.0.0.1 port 0 itself and hands the socket down, so the port is the
+run's own from the start: none is picked by closing a probe socket, which another run could
+take before moto binds it. Connections wait in the socket's backlog until moto serves them,
+so the controller sends its first request without polling for the port. Otherwise this is
+moto_server's own start (moto/server.py): the same application, request handler and signal
+handling, with werkzeug's documented ``make_server(fd=...)`` in place of ``run_simple``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import sys
+from typing import Any
+
+from moto.moto_server.werkzeug_app import (
+    DomainDispatcherApplication,
+    MotoRequestHandler,
+    create_backend_app,
+)
+from werkzeug.serving import make_server
+
+LOOPBACK = "127.0.0.1"
+
+
+def _stop(signum: int, frame: Any) -> None:
+    # The state dies with the process: the objects left are no garbage collector's business,
+    # and leaving them out of the exit's collections saves it most of its time.
+    gc.freeze()
+    sys.exit(0)
+
+
+def main(argv: list[str]) -> int:
+    (fd_text,) = argv
+    signal.signal(signal.SIGINT, _stop)
+    signal.signal(signal.SIGTERM, _stop)
+    application = DomainDispatcherApplication(create_backend_app)
+    # The address is the socket's own; these two only choose its family (IPv4).
+    server = make_server(
+        LOOPBACK, 0, application, threaded=True, request_handler=MotoRequestHandler, fd=int(fd_text)
+    )
+    # moto reads its port from here where a reply names the server, as moto_server sets it.
+    os.environ["MOTO_PORT"] = str(server.server_address[1])
+    server.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

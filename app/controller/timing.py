@@ -1,0 +1,117 @@
+"""The run's own clock: wall time, CPU and tool processes per phase, kept in evidence.json, so
+that a slow run names the phase that slowed it (`make bench` prints the same table).
+
+A phase is one of the orchestrator's steps before the checks begin (the case and options, the
+services, preflight) or a section of the check log (layer, files, network, ...), entered when
+the log begins it. Each row holds what the phase cost:
+
+- ``wall_ms``: elapsed time;
+- ``controller_cpu_ms``: this process, every thread included (nono's proxies run here);
+- ``child_cpu_ms``: the processes it started and has waited for (tool processes, bwrap, the
+  probes of preflight): the kernel adds a child's CPU to its parent's only once it is reaped;
+- ``service_cpu_ms``: the local services (moto, the supplier API), read from their /proc;
+- ``tool_processes``: the worker processes started, confined or as the unconfined control.
+
+The counters are process-wide (getrusage cannot tell runs apart), so a row is exact for a
+process that runs one case at a time, as the controller does.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from app.tools.execution import TOOL_STARTS
+
+_TICKS_PER_SECOND: Final = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The counters at one instant."""
+
+    wall: float
+    controller_cpu: float
+    child_cpu: float
+    service_cpu: float
+    tool_processes: int
+
+
+def service_cpu_seconds(pid: int) -> float:
+    """utime + stime of a running process (its reaped children aside); 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+            text = stat.read()
+    except OSError:
+        return 0.0
+    # The command name (field 2) may hold spaces: fields are counted after its closing ")".
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS_PER_SECOND
+
+
+@dataclass
+class PhaseRow:
+    phase: str
+    wall_ms: float = 0.0
+    controller_cpu_ms: float = 0.0
+    child_cpu_ms: float = 0.0
+    service_cpu_ms: float = 0.0
+    tool_processes: int = 0
+
+    def add(self, start: Reading, end: Reading) -> None:
+        self.wall_ms += (end.wall - start.wall) * 1000
+        self.controller_cpu_ms += (end.controller_cpu - start.controller_cpu) * 1000
+        self.child_cpu_ms += (end.child_cpu - start.child_cpu) * 1000
+        self.service_cpu_ms += (end.service_cpu - start.service_cpu) * 1000
+        self.tool_processes += end.tool_processes - start.tool_processes
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "phase": self.phase,
+            "wall_ms": round(self.wall_ms, 1),
+            "controller_cpu_ms": round(self.controller_cpu_ms, 1),
+            "child_cpu_ms": round(self.child_cpu_ms, 1),
+            "service_cpu_ms": round(self.service_cpu_ms, 1),
+            "tool_processes": self.tool_processes,
+        }
+
+
+@dataclass
+class PhaseClock:
+    """Times the phase it is in; ``enter`` ends it and starts the next."""
+
+    service_pids: Callable[[], Sequence[int]] = tuple
+    rows: dict[str, PhaseRow] = field(default_factory=dict)
+    _current: str | None = None
+    _since: Reading | None = None
+
+    def read(self) -> Reading:
+        own = resource.getrusage(resource.RUSAGE_SELF)
+        children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return Reading(
+            wall=time.monotonic(),
+            controller_cpu=own.ru_utime + own.ru_stime,
+            child_cpu=children.ru_utime + children.ru_stime,
+            service_cpu=sum(service_cpu_seconds(pid) for pid in self.service_pids()),
+            tool_processes=TOOL_STARTS.count,
+        )
+
+    def enter(self, phase: str) -> None:
+        """Ends the current phase and starts ``phase``; entering the current one again is a
+        no-op, and a phase entered twice adds up in its first row."""
+        if phase == self._current:
+            return
+        now = self.read()
+        if self._current is not None and self._since is not None:
+            self.rows.setdefault(self._current, PhaseRow(self._current)).add(self._since, now)
+        self._current, self._since = phase, now
+        self.rows.setdefault(phase, PhaseRow(phase))
+
+    def table(self) -> list[dict[str, Any]]:
+        """Every phase ended so far, in the order first entered; the current one is left out
+        (its work is not done)."""
+        return [row.as_json() for name, row in self.rows.items() if name != self._current]

@@ -1,0 +1,48 @@
+"""Independent tool calls made at once, their outcomes read back in a fixed order.
+
+A check asks up front for the tool results it needs, when no call depends on another's result
+and none shares with another anything one of them changes (a file in a role's output, a proxy's
+audit, a request id). It then decides and prints its lines from the outcomes in the order it
+always did, each control before its refusal. An outcome is its call's result, or the call's
+exception, raised where the outcome is read: a run stops at the line it would stop at with one
+call after another, and every call has ended by then.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Final, TypeVar
+
+T = TypeVar("T")
+K = TypeVar("K", bound=Hashable)
+
+# A tool process is busy for its whole short life, so one per core; the controller's own part
+# of each call is waiting for it.
+WIDTH: Final = max(2, os.cpu_count() or 1)
+
+
+def run_together(calls: Sequence[Callable[[], T]]) -> list[Future[T]]:
+    """Makes the calls, at most WIDTH at a time; returns once every one has ended, with one
+    finished future per call, in the calls' order."""
+    if len(calls) <= 1:
+        return [_outcome(call) for call in calls]
+    with ThreadPoolExecutor(max_workers=min(WIDTH, len(calls))) as pool:
+        futures = [pool.submit(call) for call in calls]
+    return futures
+
+
+def _outcome(call: Callable[[], T]) -> Future[T]:
+    """The same outcome for a single call, made in this thread."""
+    future: Future[T] = Future()
+    try:
+        future.set_result(call())
+    except Exception as error:
+        future.set_exception(error)
+    return future
+
+
+def run_named(calls: Mapping[K, Callable[[], T]]) -> dict[K, Future[T]]:
+    """run_together for named calls: each outcome under its call's name."""
+    return dict(zip(calls, run_together(list(calls.values())), strict=True))
