@@ -16,7 +16,7 @@ demo: $(READY)
 test: $(READY)
 	$(PY) -m pytest -q
 
-## bench: start-up ratios and the local case's wall time and peak memory
+## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
 bench: $(READY)
 	$(PY) -m bench
 
