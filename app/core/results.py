@@ -110,6 +110,11 @@ class ToolResult:
         """The operation was attempted and refused with exactly this errno."""
         return not self.ok and self.errno is expected
 
+    @property
+    def named_answers(self) -> dict[str, Any]:
+        """A probe's answers by name (its "answers" object), each an errno name or "ok"."""
+        return dict(as_mapping(self.data.get("answers", {})))
+
     @classmethod
     def from_line(cls, payload: str) -> ToolResult:
         """Parses the worker's result line (without its prefix); raises ToolRunError if bad."""
@@ -144,3 +149,8 @@ def as_mapping(value: object) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ToolRunError(f"expected an object in the tool's result, got {value!r}")
     return value
+
+
+def listing(answers: Mapping[str, Any]) -> str:
+    """Named answers as a check line lists them: "bpf EPERM, keyctl EPERM"."""
+    return ", ".join(f"{name} {answer}" for name, answer in answers.items())

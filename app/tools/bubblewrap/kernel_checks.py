@@ -9,7 +9,7 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final
 
-from app.core.results import Errno, ToolResult, as_mapping
+from app.core.results import Errno, ToolResult, as_mapping, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT
@@ -22,14 +22,6 @@ from app.tools.together import run_named
 # The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
 # reach the child), and each takes at most the probe's one scratch pointer.
 STACKED_SYSCALLS: Final = ("getppid", "uname")
-
-
-def _answers(result: ToolResult) -> dict[str, Any]:
-    return dict(as_mapping(result.data.get("answers", {})))
-
-
-def _listing(answers: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {answer}" for name, answer in answers.items())
 
 
 class KernelChecks:
@@ -123,17 +115,17 @@ class KernelChecks:
         # The same harmless calls with no filter reach the kernel, which gives its own answer;
         # with the baseline, the filter answers first.
         names = tuple(FILTER_SAMPLES)
-        unfiltered = _answers(self._outcome("unfiltered"))
+        unfiltered = self._outcome("unfiltered").named_answers
         expected_kernel = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         host_control(
             self.checks,
             "control: with no seccomp filter, the reader's "
             f"{', '.join(names)} calls (numbered by libseccomp) reach the kernel, which answers "
-            f"{_listing(expected_kernel)}",
+            f"{listing(expected_kernel)}",
             unfiltered,
             expected_kernel,
         )
-        filtered = _answers(self._outcome("filtered"))
+        filtered = self._outcome("filtered").named_answers
         self.checks.expect_equal(
             filtered,
             dict.fromkeys(names, Errno.EPERM.value),

@@ -97,6 +97,10 @@ class NonoLayer(ConfinementLayer):
         self._written = False
         # Tool processes may run at once (app/tools/together.py): the profiles are written once.
         self._writing = threading.Lock()
+        # Each secret's digest, computed once: the credential checks and the secret scan ask for
+        # the same ones, and each costs a PBKDF2. Keyed by the secret's SHA-256, so the map
+        # holds no secret itself.
+        self._digests: dict[bytes, str] = {}
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
 
@@ -290,9 +294,15 @@ class NonoLayer(ConfinementLayer):
 
     def credential_digest(self, secret: bytes) -> str:
         """The same PBKDF2 the role's probe computes, under the same per-run key."""
-        return hashlib.pbkdf2_hmac(
-            "sha256", secret, self._digest_key.encode("utf-8"), DIGEST_ITERATIONS
-        ).hex()
+        seen = hashlib.sha256(secret).digest()
+        digest = self._digests.get(seen)
+        if digest is None:
+            digest = hashlib.pbkdf2_hmac(
+                "sha256", secret, self._digest_key.encode("utf-8"), DIGEST_ITERATIONS
+            ).hex()
+            # Two threads asking for the same new secret at once both compute it: same value.
+            self._digests[seen] = digest
+        return digest
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
         """Each placeholder this run issued, and the digests the credential checks computed."""

@@ -10,7 +10,7 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final
 
-from app.core.results import Errno, ToolResult, ToolRunError, as_mapping
+from app.core.results import Errno, ToolResult, ToolRunError, as_mapping, listing
 from app.core.run import Run
 from app.core.run_tree import WORKER_COMMAND
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
@@ -25,14 +25,6 @@ CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapAmb")
 NO_CAPABILITIES: Final = "0000000000000000"
 # nono's "seccomp" enforcement mode installs one filter of its own; the baseline adds one.
 NONO_FILTERS: Final = 1
-
-
-def _answers(result: ToolResult) -> dict[str, Any]:
-    return dict(as_mapping(result.data.get("answers", {})))
-
-
-def _listing(answers: dict[str, Any]) -> str:
-    return ", ".join(f"{name} {answer}" for name, answer in answers.items())
 
 
 class NonoProcessChecks:
@@ -175,18 +167,18 @@ class NonoProcessChecks:
     def _filter_samples(self) -> None:
         checks = self.checks
         names = tuple(FILTER_SAMPLES)
-        nono_alone = _answers(self._outcome("nono alone"))
+        nono_alone = self._outcome("nono alone").named_answers
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
         host_control(
             checks,
             "control: under nono's rules alone (no baseline), the reader's ptrace, bpf and "
             "keyctl reach the kernel, which answers ESRCH, EINVAL, EOPNOTSUPP; nono's own "
-            f"seccomp mode refuses io_uring_setup: {_listing(expected)}",
+            f"seccomp mode refuses io_uring_setup: {listing(expected)}",
             nono_alone,
             expected,
         )
-        landlock_alone = _answers(self._outcome("landlock alone"))
+        landlock_alone = self._outcome("landlock alone").named_answers
         host_control(
             checks,
             "control: under Landlock alone (enforcement mode landlock, no baseline), the "
@@ -194,14 +186,14 @@ class NonoProcessChecks:
             landlock_alone,
             {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
         )
-        baseline_alone = _answers(self._outcome("baseline alone"))
+        baseline_alone = self._outcome("baseline alone").named_answers
         checks.expect_equal(
             baseline_alone,
             {"io_uring_setup": Errno.EPERM.value},
             "and with the baseline under Landlock alone, the baseline refuses it itself: "
             f"io_uring_setup {Errno.EPERM}",
         )
-        refused = _answers(self._outcome("refused"))
+        refused = self._outcome("refused").named_answers
         checks.expect_equal(
             refused,
             dict.fromkeys(names, Errno.EPERM.value),
