@@ -14,11 +14,11 @@ from typing import Any
 from app.core import cluster_env as env
 from app.core.roles import Layer
 
+from .comparison_pod import comparison_job_spec
 from .naming import job_name
 from .pod_specs import (
     LAYER_LABEL,
     JobInputs,
-    comparison_job_spec,
     job_spec,
     labels,
     supplier_pod_spec,

@@ -67,15 +67,6 @@ JOB_DEADLINE_SECONDS = 30 * 60
 # Tells the Jobs' pods apart: `kubectl get pods -l procurement-analyst/layer=nono`.
 LAYER_LABEL = env.LAYER_LABEL
 
-# The ordinary comparison pod only prints four readings; it needs little and never long.
-COMPARISON_RESOURCES: dict[str, dict[str, str]] = {
-    "requests": {"cpu": "50m", "memory": "64Mi"},
-    "limits": {"cpu": "250m", "memory": "128Mi"},
-}
-# It must be scheduled while the analyst pod it follows is still on its node: a pod that has
-# finished no longer attracts another by affinity. Past this it stops waiting.
-COMPARISON_DEADLINE_SECONDS = 15 * 60
-
 RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
 
 RUN_DIR_VOLUME = "run"
@@ -177,64 +168,6 @@ def job_spec(job: JobInputs) -> dict[str, Any]:
 def layer_labels(component: str, layer: Layer) -> dict[str, str]:
     """A component's labels, and the layer whose analyst pod it is or is compared with."""
     return {**labels(component), LAYER_LABEL: layer.value}
-
-
-def comparison_job_spec(*, image: str, layer: Layer) -> dict[str, Any]:
-    """An ordinary pod beside the layer's analyst pod, on the same node, printing the same
-    guest readings: the node's own kernel, uptime, disks and product name, for comparison.
-
-    Fully hardened and outside the sandbox RuntimeClass, which is the point: it shows what a
-    pod that is not isolated from the node reports there.
-    """
-    pod: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "restartPolicy": "Never",
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": APP_UID,
-            "runAsGroup": APP_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        # Onto the node where this layer's analyst pod is running, and only there.
-        "affinity": {
-            "podAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {
-                            "matchLabels": {
-                                env.COMPONENT_LABEL: env.ANALYST_COMPONENT,
-                                LAYER_LABEL: layer.value,
-                            }
-                        },
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
-        },
-        "containers": [
-            {
-                "name": "readings",
-                "image": image,
-                "workingDir": env.APP_DIR,
-                "command": ["python", "-m", "app.controller", "guest-readings"],
-                "resources": COMPARISON_RESOURCES,
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-            }
-        ],
-    }
-    return {
-        "backoffLimit": 0,
-        "activeDeadlineSeconds": COMPARISON_DEADLINE_SECONDS,
-        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
-        "template": {
-            "metadata": {"labels": layer_labels(env.COMPARISON_COMPONENT, layer)},
-            "spec": pod,
-        },
-    }
 
 
 def analyst_pod_spec(job: JobInputs) -> dict[str, Any]:

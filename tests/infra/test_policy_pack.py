@@ -5,101 +5,21 @@ with a message that names it."""
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from pulumi_policy import (
-    PolicyCustomTimeouts,
-    PolicyResource,
-    PolicyResourceOptions,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-    StackValidationArgs,
-    StackValidationPolicy,
-)
 
 from policies.pack import analyst_guard
-from tests.support.engine import SUPPLIER_KEY
+from tests.support.policy_runs import (
+    DELETE,
+    HARDENED,
+    Resource,
+    resource_violations,
+    set_input,
+    stack_violations,
+)
 from tests.support.stack_run import CREATE_MODE, CREATE_WORLD, StackRun, run_stack
-
-Resource = dict[str, Any]
-HARDENED: dict[str, Any] = {"runtimeTarget": "hardened-container"}
-
-
-def _options() -> PolicyResourceOptions:
-    return PolicyResourceOptions(False, [], None, [], PolicyCustomTimeouts(0, 0, 0), [])
-
-
-def _resource_policies() -> list[ResourceValidationPolicy]:
-    return [p for p in analyst_guard.policies() if isinstance(p, ResourceValidationPolicy)]
-
-
-def _stack_policies() -> list[StackValidationPolicy]:
-    return [p for p in analyst_guard.policies() if isinstance(p, StackValidationPolicy)]
-
-
-def _resource_violations(resource: Resource) -> list[str]:
-    found: list[str] = []
-    args = ResourceValidationArgs(
-        resource["type"], resource["inputs"], resource["urn"], resource["name"], _options(), None
-    )
-    for policy in _resource_policies():
-        policy.validate(args, lambda message, urn=None: found.append(message))
-    return found
-
-
-def _stack_props(stack: StackRun, resource: Resource) -> dict[str, Any]:
-    """A resource's properties as the analyzer sees them after the update (outputs)."""
-    props = dict(resource["inputs"])
-    if resource["type"] == analyst_guard.BUCKET:
-        props["bucket"] = stack.outputs["bucket"]
-    if resource["type"] == "random:index/randomPassword:RandomPassword":
-        props["result"] = SUPPLIER_KEY
-    return props
-
-
-def _stack_violations(
-    stack: StackRun,
-    resources: list[Resource] | None = None,
-    outputs: dict[str, Any] | None = None,
-) -> list[tuple[str, str | None]]:
-    records = resources if resources is not None else stack.resources
-    by_urn: dict[str, PolicyResource] = {}
-    for record in records:
-        by_urn[record["urn"]] = PolicyResource(
-            record["type"],
-            _stack_props(stack, record),
-            record["urn"],
-            record["name"],
-            _options(),
-            None,
-            None,
-            [],
-            {},
-        )
-    for record in records:
-        by_urn[record["urn"]].property_dependencies = {
-            key: [by_urn[urn] for urn in urns if urn in by_urn]
-            for key, urns in record["property_dependencies"].items()
-        }
-    root = PolicyResource(
-        analyst_guard.STACK,
-        outputs if outputs is not None else stack.outputs,
-        "urn:pulumi:dev::procurement-analyst::pulumi:pulumi:Stack::procurement-analyst-dev",
-        "procurement-analyst-dev",
-        _options(),
-        None,
-        None,
-        [],
-        {},
-    )
-    found: list[tuple[str, str | None]] = []
-    args = StackValidationArgs([*by_urn.values(), root])
-    for policy in _stack_policies():
-        policy.validate(args, lambda message, urn=None: found.append((message, urn)))
-    return found
 
 
 def test_the_pack_has_every_policy_the_review_asks_for() -> None:
@@ -127,8 +47,8 @@ def test_the_program_passes_every_policy(mode: str) -> None:
     else:
         stack = run_stack() if mode == "existing" else run_stack(world=CREATE_WORLD, **CREATE_MODE)
     for resource in stack.resources:
-        assert _resource_violations(resource) == [], resource["urn"]
-    assert _stack_violations(stack) == []
+        assert resource_violations(resource) == [], resource["urn"]
+    assert stack_violations(stack) == []
 
 
 def _job(stack: StackRun, layer: str) -> Resource:
@@ -150,83 +70,71 @@ def _deployment(stack: StackRun) -> Resource:
     return copy.deepcopy(stack.one(analyst_guard.DEPLOYMENT))
 
 
-def _set(path: list[str | int], value: Any) -> Callable[[Resource], None]:
-    def apply(resource: Resource) -> None:
-        target = resource["inputs"]
-        for part in path[:-1]:
-            target = target[part]
-        if value is _DELETE:
-            del target[path[-1]]
-        else:
-            target[path[-1]] = value
-
-    return apply
-
-
-_DELETE = object()
 POD = ["spec", "template", "spec"]
 
 BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
     # (resource to copy, id, how to break it, expected message part)
-    ("nono", "runc", _set([*POD, "runtimeClassName"], "runc"), "RuntimeClass 'runc'"),
+    ("nono", "runc", set_input([*POD, "runtimeClassName"], "runc"), "RuntimeClass 'runc'"),
     (
         "bubblewrap",
         "privileged-off-the-sandbox",
-        _set([*POD, "runtimeClassName"], _DELETE),
+        set_input([*POD, "runtimeClassName"], DELETE),
         "container 'analyst' is privileged",
     ),
     (
         "bubblewrap",
         "user-namespace-in-the-sandbox",
-        _set([*POD, "hostUsers"], False),
+        set_input([*POD, "hostUsers"], False),
         "hostUsers: false in isolated-sandbox, whose Nitro sandbox pods do not support user",
     ),
     (
         "nono",
         "unmasked-nono",
-        _set([*POD, "containers", 0, "securityContext", "procMount"], "Unmasked"),
+        set_input([*POD, "containers", 0, "securityContext", "procMount"], "Unmasked"),
         "container 'analyst' has an unmasked /proc, which only bwrap needs",
     ),
     (
         "hardened-bubblewrap",
         "unmasked-without-user-namespace",
-        _set([*POD, "hostUsers"], _DELETE),
+        set_input([*POD, "hostUsers"], DELETE),
         "container 'analyst' has an unmasked /proc without the pod's own user namespace",
     ),
     (
         "hardened-bubblewrap",
         "privileged-hardened",
-        _set([*POD, "containers", 0, "securityContext", "privileged"], True),
+        set_input([*POD, "containers", 0, "securityContext", "privileged"], True),
         "container 'analyst' is privileged",
     ),
     (
         "hardened-bubblewrap",
         "no-seccomp-hardened",
-        _set([*POD, "securityContext", "seccompProfile"], _DELETE),
+        set_input([*POD, "securityContext", "seccompProfile"], DELETE),
         "outside isolated-sandbox, container 'analyst' runs without a seccomp profile (None)",
     ),
     (
         "hardened-bubblewrap",
         "unconfined-hardened",
-        _set([*POD, "securityContext", "seccompProfile"], {"type": "Unconfined"}),
+        set_input([*POD, "securityContext", "seccompProfile"], {"type": "Unconfined"}),
         "container 'analyst' runs without a seccomp profile ('Unconfined')",
     ),
     (
         "hardened-bubblewrap",
         "escalation-hardened",
-        _set([*POD, "containers", 0, "securityContext", "allowPrivilegeEscalation"], True),
+        set_input([*POD, "containers", 0, "securityContext", "allowPrivilegeEscalation"], True),
         "container 'analyst' may gain privileges (allowPrivilegeEscalation)",
     ),
     (
         "hardened-bubblewrap",
         "capabilities-hardened",
-        _set([*POD, "containers", 0, "securityContext", "capabilities"], {"add": ["SYS_ADMIN"]}),
+        set_input(
+            [*POD, "containers", 0, "securityContext", "capabilities"], {"add": ["SYS_ADMIN"]}
+        ),
         "container 'analyst' does not drop every capability",
     ),
     (
         "hardened-bubblewrap",
         "root-init-hardened",
-        _set(
+        set_input(
             [*POD, "initContainers"],
             [
                 {
@@ -246,74 +154,76 @@ BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
     (
         "nono",
         "privileged-nono",
-        _set([*POD, "containers", 0, "securityContext", "privileged"], True),
+        set_input([*POD, "containers", 0, "securityContext", "privileged"], True),
         "container 'analyst' is privileged",
     ),
     (
         "supplier",
         "privileged-supplier",
-        _set([*POD, "containers", 0, "securityContext", "privileged"], True),
+        set_input([*POD, "containers", 0, "securityContext", "privileged"], True),
         "container 'supplier-api' is privileged",
     ),
     (
         "bubblewrap",
         "root-analyst",
-        _set([*POD, "containers", 0, "securityContext", "runAsUser"], 0),
+        set_input([*POD, "containers", 0, "securityContext", "runAsUser"], 0),
         "container 'analyst' may run as root",
     ),
     (
         "supplier",
         "root-pod",
-        _set([*POD, "securityContext", "runAsNonRoot"], False),
+        set_input([*POD, "securityContext", "runAsNonRoot"], False),
         "the pod does not set runAsNonRoot",
     ),
     (
         "nono",
         "token",
-        _set([*POD, "automountServiceAccountToken"], True),
+        set_input([*POD, "automountServiceAccountToken"], True),
         "automountServiceAccountToken is not false",
     ),
     (
         "supplier",
         "token-supplier",
-        _set([*POD, "automountServiceAccountToken"], _DELETE),
+        set_input([*POD, "automountServiceAccountToken"], DELETE),
         "automountServiceAccountToken is not false",
     ),
     (
         "service-account",
         "token-account",
-        _set(["automountServiceAccountToken"], True),
+        set_input(["automountServiceAccountToken"], True),
         "automountServiceAccountToken is not false",
     ),
     (
         "nono",
         "rehearsal-switch",
-        _set([*POD, "containers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]),
+        set_input([*POD, "containers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]),
         "container 'analyst' sets ANALYST_REHEARSAL",
     ),
     (
         "bubblewrap",
         "rehearsal-switch-init",
-        _set([*POD, "initContainers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]),
+        set_input(
+            [*POD, "initContainers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]
+        ),
         "container 'raise-userns-limit' sets ANALYST_REHEARSAL",
     ),
-    ("bubblewrap", "retries", _set(["spec", "backoffLimit"], 3), "backoffLimit is 3, not 0"),
+    ("bubblewrap", "retries", set_input(["spec", "backoffLimit"], 3), "backoffLimit is 3, not 0"),
     (
         "nono",
         "no-deadline",
-        _set(["spec", "activeDeadlineSeconds"], _DELETE),
+        set_input(["spec", "activeDeadlineSeconds"], DELETE),
         "activeDeadlineSeconds is not set",
     ),
     (
         "nono",
         "no-ttl",
-        _set(["spec", "ttlSecondsAfterFinished"], _DELETE),
+        set_input(["spec", "ttlSecondsAfterFinished"], DELETE),
         "ttlSecondsAfterFinished is not set",
     ),
     (
         "repository",
         "no-scan",
-        _set(["imageScanningConfiguration", "scanOnPush"], False),
+        set_input(["imageScanningConfiguration", "scanOnPush"], False),
         "does not scan images on push",
     ),
 ]
@@ -340,9 +250,9 @@ def test_a_broken_resource_is_reported_by_name(
     default_stack: StackRun, which: str, break_it: Callable[[Resource], None], expected: str
 ) -> None:
     resource = _target(default_stack, which)
-    assert _resource_violations(resource) == [], "the unbroken copy already fails"
+    assert resource_violations(resource) == [], "the unbroken copy already fails"
     break_it(resource)
-    violations = _resource_violations(resource)
+    violations = resource_violations(resource)
     assert any(v.startswith(f"{resource['name']}: ") and expected in v for v in violations), (
         violations
     )
@@ -354,104 +264,6 @@ def test_the_bubblewrap_init_container_alone_may_be_root_and_privileged(
     # The same init container in the nono Job is a violation twice over.
     bubblewrap, nono = _job(default_stack, "bubblewrap"), _job(default_stack, "nono")
     _pod(nono)["initContainers"] = copy.deepcopy(_pod(bubblewrap)["initContainers"])
-    violations = _resource_violations(nono)
+    violations = resource_violations(nono)
     assert f"{nono['name']}: container 'raise-userns-limit' is privileged" in violations
     assert f"{nono['name']}: container 'raise-userns-limit' may run as root" in violations
-
-
-def _replace(stack: StackRun, type_: str, change: Callable[[Resource], None]) -> list[Resource]:
-    resources = copy.deepcopy(stack.resources)
-    for resource in resources:
-        if resource["type"] == type_:
-            change(resource)
-    return resources
-
-
-def test_a_bucket_with_public_access_allowed_is_reported(default_stack: StackRun) -> None:
-    broken = _replace(
-        default_stack,
-        analyst_guard.PUBLIC_ACCESS_BLOCK,
-        _set(["restrictPublicBuckets"], False),
-    )
-    bucket = default_stack.one(analyst_guard.BUCKET)
-    assert (f"{bucket['name']}: public access is not blocked", bucket["urn"]) in _stack_violations(
-        default_stack, broken
-    )
-
-
-def test_an_unencrypted_bucket_is_reported(default_stack: StackRun) -> None:
-    broken = [r for r in default_stack.resources if r["type"] != analyst_guard.ENCRYPTION]
-    bucket = default_stack.one(analyst_guard.BUCKET)
-    assert (f"{bucket['name']}: no default encryption", bucket["urn"]) in _stack_violations(
-        default_stack, broken
-    )
-
-
-def _widen(statement_change: Callable[[dict[str, Any]], None]) -> Callable[[Resource], None]:
-    def apply(resource: Resource) -> None:
-        if resource["name"] != "identity-s3":
-            return
-        document = json.loads(resource["inputs"]["policy"])
-        statement_change(document["Statement"][0])
-        resource["inputs"]["policy"] = json.dumps(document)
-
-    return apply
-
-
-@pytest.mark.parametrize(
-    ("change", "expected"),
-    [
-        (lambda s: s.update(Action="s3:*"), "identity-s3: action 's3:*' has a wildcard"),
-        (lambda s: s.update(Action="*"), "identity-s3: action '*' has a wildcard"),
-        (
-            lambda s: s.update(Resource="arn:aws:s3:::someone-elses-bucket/*"),
-            "identity-s3: arn:aws:s3:::someone-elses-bucket/* is outside the stack's bucket",
-        ),
-    ],
-)
-def test_a_wide_iam_policy_is_reported(
-    default_stack: StackRun, change: Callable[[dict[str, Any]], None], expected: str
-) -> None:
-    broken = _replace(default_stack, analyst_guard.ROLE_POLICY, _widen(change))
-    policy = default_stack.one(analyst_guard.ROLE_POLICY, "identity-s3")
-    assert (expected, policy["urn"]) in _stack_violations(default_stack, broken)
-
-
-def test_a_secret_in_a_plain_output_is_reported(default_stack: StackRun) -> None:
-    leaked = dict(default_stack.outputs, supplierKey=f"key={SUPPLIER_KEY}")
-    violations = _stack_violations(default_stack, outputs=leaked)
-    assert [message for message, _ in violations] == [
-        "stack output 'supplierKey' holds a secret value"
-    ]
-
-
-def _namespace_labels(stack: StackRun, change: Callable[[dict[str, Any]], None]) -> list[Resource]:
-    def apply(resource: Resource) -> None:
-        change(resource["inputs"]["metadata"]["labels"])
-
-    return _replace(stack, analyst_guard.NAMESPACE, apply)
-
-
-def test_a_namespace_without_a_pod_security_level_is_reported(default_stack: StackRun) -> None:
-    broken = _namespace_labels(
-        default_stack, lambda labels: labels.pop("pod-security.kubernetes.io/enforce")
-    )
-    namespace = default_stack.one(analyst_guard.NAMESPACE)
-    assert _stack_violations(default_stack, broken) == [
-        (f"{namespace['name']}: enforces no Pod Security level", namespace["urn"])
-    ]
-
-
-def test_privileged_enforcement_without_a_privileged_pod_is_reported() -> None:
-    # The hardened stack's pods meet baseline: `privileged` there would admit more than needed.
-    stack = run_stack(**HARDENED)
-    broken = _namespace_labels(
-        stack, lambda labels: labels.update({"pod-security.kubernetes.io/enforce": "privileged"})
-    )
-    namespace = stack.one(analyst_guard.NAMESPACE)
-    assert _stack_violations(stack, broken) == [
-        (
-            f"{namespace['name']}: enforces 'privileged' though no pod of the stack is",
-            namespace["urn"],
-        )
-    ]

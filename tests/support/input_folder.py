@@ -1,0 +1,182 @@
+"""The hostile-input table's rows work on a folder of their own (tests/unit/test_input_table.py):
+a copy of the sample case, a work directory and a report path, and the edits rows make to them."""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from app.core import cluster_env
+
+GIB = 1024**3
+ESC = "\x1b"
+
+
+@dataclass
+class Folder:
+    """One row's own folder: a copy of the sample case, a work directory and a report path."""
+
+    base: Path
+    case: Path
+    work: Path
+    out: Path
+    layer: str = "bubblewrap"
+    env: dict[str, str] = field(default_factory=dict)
+    # Paths outside ``base`` a row names; none of them may exist after the row.
+    outside: list[Path] = field(default_factory=list)
+
+    def argv(
+        self,
+        *extra: str,
+        command: str = "run",
+        workdir: Path | str | None = None,
+        out: Path | str | None = None,
+        layer: str | None = None,
+    ) -> list[str]:
+        base = [command, "--case", str(self.case), "--workdir", str(workdir or self.work)]
+        if command == "run":
+            base += ["--layer", layer or self.layer, "--out", str(out or self.out)]
+        return [*base, *extra]
+
+    def case_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = json.loads((self.case / "case.json").read_text())
+        return doc
+
+    def write_case(self, doc: Any) -> None:
+        (self.case / "case.json").write_text(json.dumps(doc))
+
+    def edit_case(self, edit: Callable[[dict[str, Any]], None]) -> None:
+        doc = self.case_doc()
+        edit(doc)
+        self.write_case(doc)
+
+    def write_proposal(self, supplier_id: str, data: bytes) -> None:
+        """Replaces a proposal and records its new digest, so the digest check passes."""
+        (self.case / "proposals" / f"{supplier_id}.json").write_bytes(data)
+        digest = hashlib.sha256(data).hexdigest()
+        self.edit_case(lambda d: supplier_entry(d, supplier_id).update(sha256=digest))
+
+    def edit_proposal(self, supplier_id: str, edit: Callable[[dict[str, Any]], None]) -> None:
+        path = self.case / "proposals" / f"{supplier_id}.json"
+        doc = json.loads(path.read_text())
+        edit(doc)
+        self.write_proposal(supplier_id, json.dumps(doc).encode())
+
+    def write_availability(self, data: bytes | str) -> None:
+        path = self.case / "supplier-availability.json"
+        path.write_bytes(data if isinstance(data, bytes) else data.encode())
+
+
+def supplier_entry(doc: dict[str, Any], supplier_id: str) -> dict[str, Any]:
+    entry: dict[str, Any] = next(s for s in doc["suppliers"] if s["id"] == supplier_id)
+    return entry
+
+
+def sparse_file(path: Path, size: int) -> None:
+    with path.open("wb") as file:
+        file.truncate(size)
+
+
+def cluster_environment(**changes: str | None) -> dict[str, str]:
+    env = {
+        cluster_env.MODE: cluster_env.CLUSTER_MODE,
+        cluster_env.BUCKET: "analyst-bucket",
+        cluster_env.REGION: "us-west-2",
+        cluster_env.MODEL_ID: "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+        cluster_env.ROLE_NAME: "analyst-role",
+        cluster_env.SUPPLIER_API_URL: "https://supplier-api.ns.svc.cluster.local:8443",
+        cluster_env.SUPPLIER_API_ALIAS_URL: "https://alias.ns.svc.cluster.local:8443",
+        cluster_env.SUPPLIER_KEY_FILE: "/opt/supplier-key/api-key",
+        cluster_env.SUPPLIER_CA_FILE: "/opt/supplier-ca/ca.crt",
+        cluster_env.POD_IDENTITY_URI: "http://169.254.170.23/v1/credentials",
+        cluster_env.POD_IDENTITY_TOKEN_FILE: "/var/run/secrets/pods.eks.amazonaws.com/token",
+    }
+    for name, value in changes.items():
+        if value is None:
+            env.pop(name)
+        else:
+            env[name] = value
+    return env
+
+
+@dataclass(frozen=True)
+class Row:
+    name: str
+    build: Callable[[Folder], list[str]]
+    fragment: str
+    code: int = 2
+
+
+def case_row(name: str, edit: Callable[[Folder], object], fragment: str) -> Row:
+    """A row whose only change is to the case folder."""
+
+    def build(f: Folder) -> list[str]:
+        edit(f)
+        return f.argv()
+
+    return Row(name, build, fragment)
+
+
+def symlink(link: Path, target: Path | str) -> None:
+    link.unlink(missing_ok=True)
+    link.symlink_to(target)
+
+
+def replace_with_dir(path: Path) -> None:
+    path.unlink()
+    path.mkdir()
+
+
+def replace_with_fifo(path: Path) -> None:
+    path.unlink()
+    os.mkfifo(path)
+
+
+def nested_json(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def long_int(digits: int) -> str:
+    return "9" * digits
+
+
+def case_text(f: Folder, raw: str) -> None:
+    (f.case / "case.json").write_text(raw)
+
+
+def sample_case_text(f: Folder, old: str, new: str) -> None:
+    text = (f.case / "case.json").read_text()
+    assert old in text
+    (f.case / "case.json").write_text(text.replace(old, new, 1))
+
+
+def proposal_text(f: Folder, supplier_id: str, old: str, new: str) -> None:
+    path = f.case / "proposals" / f"{supplier_id}.json"
+    text = path.read_text()
+    assert old in text
+    f.write_proposal(supplier_id, text.replace(old, new, 1).encode())
+
+
+def claimed_by_a_live_run(f: Folder) -> list[str]:
+    """Another run holds --out: its staging folder beside it is locked by a live process."""
+    f.out.parent.mkdir(parents=True, exist_ok=True)
+    staging = f.out.parent / f".{f.out.name}.partial-{'a' * 32}"
+    staging.mkdir()
+    fd = os.open(staging, os.O_RDONLY | os.O_DIRECTORY)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    HELD_FDS.append(fd)
+    return f.argv()
+
+
+HELD_FDS: list[int] = []
+
+
+def outside_path(f: Folder, path: Path) -> Path:
+    f.outside.append(path)
+    return path
