@@ -13,7 +13,7 @@ from app.core import cluster_env
 from app.core.pins import bubblewrap_build_args
 from infra.pod_specs import APP_UID
 from policies.pack import pod_guard
-from tests.infra.test_policy_pack import _resource_violations
+from tests.support.policy_runs import resource_violations
 from tests.support.stack_run import REPO_ROOT, StackRun, run_stack
 
 JOB = "kubernetes:batch/v1:Job"
@@ -78,18 +78,18 @@ def test_one_ordinary_hardened_pod_per_layer_on_its_analyst_pods_node(
 
 def test_the_policy_pack_passes_it_and_refuses_it_in_the_sandbox(compared: StackRun) -> None:
     for job in _jobs(compared, cluster_env.COMPARISON_COMPONENT).values():
-        assert _resource_violations(job) == []
+        assert resource_violations(job) == []
         broken = copy.deepcopy(job)
         broken["inputs"]["spec"]["template"]["spec"]["runtimeClassName"] = "isolated-sandbox"
         assert any(
             "ordinary comparison pod runs in RuntimeClass" in v and job["name"] in v
-            for v in _resource_violations(broken)
+            for v in resource_violations(broken)
         )
         privileged = copy.deepcopy(job)
         privileged["inputs"]["spec"]["template"]["spec"]["containers"][0]["securityContext"][
             "privileged"
         ] = True
-        assert any("is privileged" in v for v in _resource_violations(privileged))
+        assert any("is privileged" in v for v in resource_violations(privileged))
 
 
 def test_the_pack_names_the_pods_by_the_contracts_labels() -> None:
