@@ -43,6 +43,25 @@ def _outcome(call: Callable[[], T]) -> Future[T]:
     return future
 
 
+class NotMade(RuntimeError):
+    """A call run_in_turn did not make, because an earlier one raised."""
+
+
+def run_in_turn(calls: Sequence[Callable[[], T]]) -> list[Future[T]]:
+    """Makes the calls one after another, each one's outcome a finished future. After a call
+    that raised, the later ones are not made (their outcomes raise NotMade): read in the calls'
+    order, the call that raised is read first, and stops the reading there."""
+    outcomes: list[Future[T]] = []
+    for call in calls:
+        if outcomes and outcomes[-1].exception() is not None:
+            skipped: Future[T] = Future()
+            skipped.set_exception(NotMade("an earlier call in turn raised"))
+            outcomes.append(skipped)
+        else:
+            outcomes.append(_outcome(call))
+    return outcomes
+
+
 def run_named(calls: Mapping[K, Callable[[], T]]) -> dict[K, Future[T]]:
     """run_together for named calls: each outcome under its call's name."""
     return dict(zip(calls, run_together(list(calls.values())), strict=True))

@@ -1,19 +1,57 @@
 """The proxies' endpoint policy, request by request: each allowed operation answered by the
 supplier and recorded as allowed, each refused one answered 403 and recorded as denied, while
-the supplier API itself accepts those same operations from the controller with the real key."""
+the supplier API itself accepts those same operations from the controller with the real key.
+
+Each role's proxy keeps its own audit, read from a mark taken before each request, so the
+reader's requests and the writer's are sent at once, each role's one after another
+(together.py); the controller's own controls go first. The lines then follow in their
+usual order, and each role request's call record is kept as its lines print.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from app.core.calls import CallRecord
+from app.core.calls import CallRecord, SupplierReply
 from app.core.ids import other_case_id
 from app.core.results import ToolResult
 from app.core.roles import Role
 from app.core.run import Run
 from app.tools.nono.proxy import AuditEvent, forwarded
 from app.tools.nono.runner import NonoRunner
+from app.tools.together import run_in_turn, run_together
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request through a role's proxy: what answered it (the tool's result, or the status
+    when the controller sent it), the proxy's records of it, and the run's record of the call."""
+
+    result: ToolResult | None
+    status: int | None
+    events: list[AuditEvent]
+    call: CallRecord
+
+    @property
+    def observed(self) -> object:
+        """The status it was answered with, or the errno that kept the tool from sending it."""
+        result = self.result
+        return self.status if result is None or result.ok else result.errno
+
+
+# The writer's refused operations, each accepted upstream from the controller: method, path
+# (given the case id and the first supplier) and the supplier's status.
+def _refused_operations(case_id: str, supplier_id: str) -> list[tuple[str, str, int]]:
+    return [
+        ("PATCH", f"/suppliers/{supplier_id}", 200),
+        ("POST", "/purchase-orders", 201),
+        ("GET", f"/cases/{other_case_id(case_id)}/suppliers", 200),
+    ]
 
 
 class EndpointChecks:
@@ -26,35 +64,63 @@ class EndpointChecks:
         self.case_id = run.case.case_id
         self.supplier_host = urlsplit(run.supplier.url).hostname or ""
 
+    # --- sending ------------------------------------------------------------------------------
+
     def _role_request(
-        self, role: Role, method: str, path: str, body_file: str = "-"
-    ) -> tuple[ToolResult, list[AuditEvent]]:
-        """One request by the role through its proxy, recorded in the run's call log."""
+        self, role: Role, method: str, path: str, request_id: str, body_file: str = "-"
+    ) -> Sent:
+        """One request by the role through its proxy; its call record is not kept yet."""
         proxies = self.layer.proxies
-        request_id = self.layer.next_request_id(role)
         mark = proxies.mark(role)
         result = self.layer.run_tool(role, "supplier-request", method, path, body_file, request_id)
         events = proxies.since(role, mark)
         status = result.data.get("status")
-        self.run.supplier_client.calls.record(
-            CallRecord(
-                request_id, role, method, path, self.supplier_host, status, forwarded(events)
-            )
+        call = CallRecord(
+            request_id, role, method, path, self.supplier_host, status, forwarded(events)
         )
-        return result, events
+        return Sent(result, status, events, call)
+
+    def _tunnel(self, url: str, request_id: str) -> Sent:
+        """The reader's CONNECT to ``url`` through its proxy."""
+        proxies = self.layer.proxies
+        target = urlsplit(url)
+        mark = proxies.mark("reader")
+        tunnel = self.layer.run_tool("reader", "alias-request", url, request_id)
+        events = proxies.since("reader", mark)
+        status = tunnel.data.get("connect_status")
+        call = CallRecord(
+            request_id, "reader", "CONNECT", f"{target.hostname}:{target.port}",
+            target.hostname or "", status, False,
+        )  # fmt: skip
+        return Sent(tunnel, status, events, call)
+
+    def _foreign_placeholder(self, read: str, request_id: str) -> Sent:
+        """The controller's GET through the writer's proxy, with the reader's placeholder."""
+        proxies = self.layer.proxies
+        mark = proxies.mark("writer")
+        status = proxies.send(
+            "writer", "GET", read, key=proxies.placeholder("reader"), request_id=request_id
+        )
+        events = proxies.since("writer", mark)
+        call = CallRecord(
+            request_id, "controller", "GET", read, self.supplier_host, status, forwarded(events)
+        )
+        return Sent(None, status, events, call)
+
+    def _kept(self, outcome: Future[Sent]) -> Sent:
+        """A request's outcome, its call record kept now (raises what sending it raised)."""
+        sent = outcome.result()
+        self.run.supplier_client.calls.record(sent.call)
+        return sent
+
+    # --- the lines ----------------------------------------------------------------------------
 
     def _expect_status(
-        self,
-        role: Role,
-        method: str,
-        path: str,
-        result: ToolResult,
-        status: int,
-        via: str = "through its proxy",
+        self, role: Role, method: str, path: str, sent: Sent, status: int, via: str = ""
     ) -> None:
-        observed = result.data.get("status") if result.ok else result.errno
+        via = via or "through its proxy"
         self.checks.expect_equal(
-            observed, status, f"{role}: {method} {path} {via} returns {status}"
+            sent.observed, status, f"{role}: {method} {path} {via} returns {status}"
         )
 
     def _expect_audit(
@@ -88,135 +154,143 @@ class EndpointChecks:
             )
         self.checks.require(held, claim, detail=f"records {summary}")
 
-    def _denied_but_accepted_upstream(self, method: str, path: str, accepted: int) -> None:
-        """The supplier takes it from the controller with the real key; the writer's proxy won't."""
-        reply = self.run.supplier_client.request(
-            method, path, body=b"{}" if method != "GET" else None
-        )
-        self.checks.expect_equal(
-            reply.status,
-            accepted,
-            f"control: the supplier API accepts {method} {path} from the controller with the "
-            f"real key, outside any profile: {accepted}",
-        )
-        result, events = self._role_request("writer", method, path)
-        self._expect_status("writer", method, path, result, 403)
-        self._expect_audit("writer", method, path, events, None)
+    def _role_lines(
+        self, role: Role, method: str, path: str, outcome: Future[Sent], allowed: int | None
+    ) -> None:
+        """The status and audit lines of one role request: ``allowed`` is the supplier's status
+        for an allowed request, None for one the proxy must refuse with 403."""
+        sent = self._kept(outcome)
+        self._expect_status(role, method, path, sent, 403 if allowed is None else allowed)
+        self._expect_audit(role, method, path, sent.events, allowed)
 
     def check(self) -> None:
-        checks, run = self.checks, self.run
+        checks, run, layer = self.checks, self.run, self.layer
         checks.begin("supplier proxy")
         read = f"/cases/{self.case_id}/suppliers"
-        result, events = self._role_request("reader", "GET", read)
-        self._expect_status("reader", "GET", read, result, 200)
-        self._expect_audit("reader", "GET", read, events, 200)
+        draft = f"/cases/{self.case_id}/recommendations"
+        refused = _refused_operations(self.case_id, run.case.suppliers[0].id)
+        # The controller's controls, first: direct requests with the real key.
+        alias_control = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
+        controls = [
+            run.supplier_client.request(method, path, body=b"{}" if method != "GET" else None)
+            for method, path, _ in refused
+        ]
+        # The request ids, in the order the lines name the requests.
+        order: list[tuple[str, Role]] = [
+            ("read", "reader"),
+            ("tunnel to alias", "reader"),
+            ("tunnel to supplier", "reader"),
+            ("writer read", "writer"),
+            ("draft", "reader"),
+            *((f"refused {i}", "writer") for i in range(len(refused))),
+        ]
+        ids = {step: layer.next_request_id(role) for step, role in order}
+        placeholder_id = run.supplier_client.next_request_id()
+        reader_steps: list[Callable[[], Sent]] = [
+            partial(self._role_request, "reader", "GET", read, ids["read"]),
+            partial(self._tunnel, run.supplier.alias_url, ids["tunnel to alias"]),
+            partial(self._tunnel, run.supplier.url, ids["tunnel to supplier"]),
+            partial(self._role_request, "reader", "POST", draft, ids["draft"]),
+        ]
+        writer_steps: list[Callable[[], Sent]] = [
+            partial(self._role_request, "writer", "GET", read, ids["writer read"]),
+            partial(self._foreign_placeholder, read, placeholder_id),
+            *(
+                partial(self._role_request, "writer", method, path, ids[f"refused {i}"])
+                for i, (method, path, _) in enumerate(refused)
+            ),
+        ]
+        chains = [partial(run_in_turn, reader_steps), partial(run_in_turn, writer_steps)]
+        reader, writer = (chain.result() for chain in run_together(chains))
 
+        self._role_lines("reader", "GET", read, reader[0], 200)
         alias = urlsplit(run.supplier.alias_url)
-        reply = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
         checks.expect_equal(
-            reply.status,
+            alias_control.status,
             200,
             f"control: the controller reaches the same server by its second name, "
             f"{alias.hostname}, with the real key: GET {read} returns 200",
         )
-        self._tunnel_refused(
-            run.supplier.alias_url,
+        self._tunnel_lines(
+            reader[1],
             "host_denied",
             "the second name for the same server",
             "host not allowed",
         )
-        self._tunnel_refused(
-            run.supplier.url,
+        self._tunnel_lines(
+            reader[2],
             "connect_bypasses_l7",
             "the supplier itself, where a tunnel would carry requests past its method and path "
             "rules",
             "a tunnel would bypass the endpoint rules",
         )
+        self._role_lines("writer", "GET", read, writer[0], 200)
+        self._placeholder_lines(read, writer[1])
+        self._role_lines("reader", "POST", draft, reader[3], None)
+        for (method, path, accepted), control, outcome in zip(
+            refused, controls, writer[2:], strict=True
+        ):
+            self._accepted_upstream(method, path, accepted, control)
+            self._role_lines("writer", method, path, outcome, None)
 
-        self._placeholder_is_per_role(read)
-
-        draft = f"/cases/{self.case_id}/recommendations"
-        result, events = self._role_request("reader", "POST", draft)
-        self._expect_status("reader", "POST", draft, result, 403)
-        self._expect_audit("reader", "POST", draft, events, None)
-
-        supplier_id = run.case.suppliers[0].id
-        self._denied_but_accepted_upstream("PATCH", f"/suppliers/{supplier_id}", 200)
-        self._denied_but_accepted_upstream("POST", "/purchase-orders", 201)
-        other = other_case_id(self.case_id)
-        self._denied_but_accepted_upstream("GET", f"/cases/{other}/suppliers", 200)
-
-    def _tunnel_refused(self, url: str, category: str, what: str, reason: str) -> None:
-        """The reader's CONNECT to ``url`` through its proxy: 403, and one audit record."""
-        run, proxies = self.run, self.layer.proxies
-        target = urlsplit(url)
-        request_id = self.layer.next_request_id("reader")
-        mark = proxies.mark("reader")
-        tunnel = self.layer.run_tool("reader", "alias-request", url, request_id)
-        events = proxies.since("reader", mark)
-        authority = f"{target.hostname}:{target.port}"
-        connect_status = tunnel.data.get("connect_status")
-        run.supplier_client.calls.record(
-            CallRecord(
-                request_id, "reader", "CONNECT", authority, target.hostname or "",
-                connect_status, False,
-            )
-        )  # fmt: skip
+    def _accepted_upstream(
+        self, method: str, path: str, accepted: int, control: SupplierReply
+    ) -> None:
+        """The supplier takes it from the controller with the real key; the writer's proxy won't."""
         self.checks.expect_equal(
-            connect_status if tunnel.ok else tunnel.errno,
+            control.status,
+            accepted,
+            f"control: the supplier API accepts {method} {path} from the controller with the "
+            f"real key, outside any profile: {accepted}",
+        )
+
+    def _tunnel_lines(self, outcome: Future[Sent], category: str, what: str, reason: str) -> None:
+        """The reader's CONNECT through its proxy: 403, and one audit record."""
+        sent = self._kept(outcome)
+        target, port = sent.call.path.rsplit(":", 1)
+        self.checks.expect_equal(
+            sent.observed,
             403,
-            f"reader: its proxy refuses a tunnel to {authority}, {what}: CONNECT answered 403",
+            f"reader: its proxy refuses a tunnel to {sent.call.path}, {what}: CONNECT answered 403",
         )
         denied = [
             e
-            for e in events
+            for e in sent.events
             if e.mode == "connect"
-            and e.target == target.hostname
-            and e.port == target.port
+            and e.target == target
+            and e.port == int(port)
             and e.decision == "deny"
             and e.denial_category == category
         ]
+        records = [(e.mode, e.target, e.decision, e.denial_category) for e in sent.events]
         self.checks.require(
             len(denied) == 1,
-            f"nono's audit records the refused tunnel to {authority}: deny, {reason}",
-            detail=f"records {[(e.mode, e.target, e.decision, e.denial_category) for e in events]}",
+            f"nono's audit records the refused tunnel to {sent.call.path}: deny, {reason}",
+            detail=f"records {records}",
         )
 
-    def _placeholder_is_per_role(self, read: str) -> None:
+    def _placeholder_lines(self, read: str, outcome: Future[Sent]) -> None:
         """The writer's proxy takes its own placeholder and refuses the reader's."""
-        checks, run, proxies = self.checks, self.run, self.layer.proxies
-        result, events = self._role_request("writer", "GET", read)
-        self._expect_status("writer", "GET", read, result, 200)
-        self._expect_audit("writer", "GET", read, events, 200)
-        request_id = run.supplier_client.next_request_id()
-        mark = proxies.mark("writer")
-        status = proxies.send(
-            "writer", "GET", read, key=proxies.placeholder("reader"), request_id=request_id
-        )
-        events = proxies.since("writer", mark)
-        run.supplier_client.calls.record(
-            CallRecord(
-                request_id, "controller", "GET", read, self.supplier_host, status,
-                forwarded(events),
-            )
-        )  # fmt: skip
+        sent = self._kept(outcome)
         rejected = [
             e
-            for e in events
+            for e in sent.events
             if e.decision == "deny" and e.denial_category == "authentication_failed"
         ]
-        summary = [(e.decision, e.denial_category) for e in events]
-        checks.require(
-            status == 401 and len(rejected) == 1 and not forwarded(events),
+        summary = [(e.decision, e.denial_category) for e in sent.events]
+        self.checks.require(
+            sent.status == 401 and len(rejected) == 1 and not forwarded(sent.events),
             f"the writer's proxy refuses the reader's placeholder on GET {read} with 401 and "
             "records deny (authentication failed): a placeholder works only at its own proxy",
-            detail=f"status {status}, records {summary}",
+            detail=f"status {sent.status}, records {summary}",
         )
 
     def submit_draft(self, draft_path: Path) -> None:
         path = f"/cases/{self.case_id}/recommendations"
-        result, events = self._role_request("writer", "POST", path, str(draft_path))
+        request_id = self.layer.next_request_id("writer")
+        sent = self._role_request("writer", "POST", path, request_id, str(draft_path))
+        self.run.supplier_client.calls.record(sent.call)
         self._expect_status(
-            "writer", "POST", path, result, 201, via="with its draft through its proxy"
+            "writer", "POST", path, sent, 201, via="with its draft through its proxy"
         )
-        self._expect_audit("writer", "POST", path, events, 201)
+        self._expect_audit("writer", "POST", path, sent.events, 201)
