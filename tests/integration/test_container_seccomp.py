@@ -32,6 +32,7 @@ from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
 from app.tools.execution import parse_output
 from app.tools.seccomp import baseline_filter, program_fd
 from tests.support.runs import bare_run, bare_tree
+from tests.support.widenings import widenings_without
 
 pytestmark = pytest.mark.integration
 
@@ -101,18 +102,6 @@ def under_profile() -> Iterator[UnderProfile]:
     shutil.rmtree(base)
 
 
-def _without(syscall: str, flag: str | None = None) -> tuple[Widening, ...]:
-    """The project's widenings less one syscall, or less one namespace flag of clone."""
-    kept = []
-    for widening in BWRAP_WIDENINGS:
-        if widening.syscall != syscall:
-            kept.append(widening)
-        elif flag is not None:
-            flags = tuple(f for f in widening.flags if f != flag)
-            kept.append(Widening(widening.syscall, widening.needed_for, flags))
-    return tuple(kept)
-
-
 def test_the_runtime_default_profile_blocks_bwrap(under_profile: UnderProfile) -> None:
     completed = under_profile.run(())
     assert completed.returncode == 1
@@ -136,7 +125,7 @@ def test_under_the_project_profile_bwrap_runs_every_role(
 def test_without_each_widening_bwrap_stops_on_the_step_that_needs_it(
     under_profile: UnderProfile, syscall: str
 ) -> None:
-    completed = under_profile.run(_without(syscall))
+    completed = under_profile.run(widenings_without(syscall))
     assert (completed.returncode, completed.stderr.decode().strip()) == (
         1,
         REFUSED_STEP[syscall],
@@ -147,7 +136,7 @@ def test_without_each_widening_bwrap_stops_on_the_step_that_needs_it(
 def test_without_each_namespace_flag_of_clone_bwrap_cannot_create_its_namespaces(
     under_profile: UnderProfile, flag: str
 ) -> None:
-    completed = under_profile.run(_without("clone", flag))
+    completed = under_profile.run(widenings_without("clone", flag))
     assert (completed.returncode, completed.stderr.decode().strip()) == (1, NO_NAMESPACE)
 
 

@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.core import cluster_env
-
 GIB = 1024**3
 ESC = "\x1b"
 
@@ -81,28 +79,6 @@ def supplier_entry(doc: dict[str, Any], supplier_id: str) -> dict[str, Any]:
 def sparse_file(path: Path, size: int) -> None:
     with path.open("wb") as file:
         file.truncate(size)
-
-
-def cluster_environment(**changes: str | None) -> dict[str, str]:
-    env = {
-        cluster_env.MODE: cluster_env.CLUSTER_MODE,
-        cluster_env.BUCKET: "analyst-bucket",
-        cluster_env.REGION: "us-west-2",
-        cluster_env.MODEL_ID: "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
-        cluster_env.ROLE_NAME: "analyst-role",
-        cluster_env.SUPPLIER_API_URL: "https://supplier-api.ns.svc.cluster.local:8443",
-        cluster_env.SUPPLIER_API_ALIAS_URL: "https://alias.ns.svc.cluster.local:8443",
-        cluster_env.SUPPLIER_KEY_FILE: "/opt/supplier-key/api-key",
-        cluster_env.SUPPLIER_CA_FILE: "/opt/supplier-ca/ca.crt",
-        cluster_env.POD_IDENTITY_URI: "http://169.254.170.23/v1/credentials",
-        cluster_env.POD_IDENTITY_TOKEN_FILE: "/var/run/secrets/pods.eks.amazonaws.com/token",
-    }
-    for name, value in changes.items():
-        if value is None:
-            env.pop(name)
-        else:
-            env[name] = value
-    return env
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from app.core import cluster_env
+from tests.support.cluster_settings import cluster_environment
 from tests.support.input_folder import (
     Folder,
     Row,
     claimed_by_a_live_run,
-    cluster_environment,
     outside_path,
 )
 

@@ -17,22 +17,8 @@ from app.controller.signals import STOP_SIGNALS
 from app.core import cluster_env
 from app.core.errors import AnalystError
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
+from tests.support.cluster_settings import CLUSTER_ENV
 from tests.support.faults import processes_of, secret_leftovers, start_controller
-
-# Every variable cluster mode reads, with a well-formed value.
-CLUSTER_ENV = {
-    cluster_env.MODE: cluster_env.CLUSTER_MODE,
-    cluster_env.BUCKET: "analyst-bucket",
-    cluster_env.REGION: "us-west-2",
-    cluster_env.MODEL_ID: "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
-    cluster_env.ROLE_NAME: "analyst-role",
-    cluster_env.SUPPLIER_API_URL: "https://supplier-api.ns.svc.cluster.local:8443",
-    cluster_env.SUPPLIER_API_ALIAS_URL: "https://supplier-api-alias.ns.svc.cluster.local:8443",
-    cluster_env.SUPPLIER_KEY_FILE: "/opt/supplier-key/api-key",
-    cluster_env.SUPPLIER_CA_FILE: "/opt/supplier-ca/ca.crt",
-    cluster_env.POD_IDENTITY_URI: "http://169.254.170.23/v1/credentials",
-    cluster_env.POD_IDENTITY_TOKEN_FILE: "/var/run/secrets/pods.eks.amazonaws.com/token",
-}
 
 
 def _controller(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,6 @@ import pytest
 from app.core.roles import Layer
 from app.tools.bubblewrap.container_seccomp import (
     BWRAP_WIDENINGS,
-    Widening,
     container_seccomp_profile,
 )
 from infra.security_profiles import SECCOMP_POLICY
@@ -27,6 +26,7 @@ from rehearsal.seccomp_profiles import Node, SeccompChoice, allows, choose, prep
 from rehearsal.security import ConfigError, Privileges, not_simulated
 from rehearsal.verdicts import Verdicts, filter_counts
 from tests.support.rehearsal_changes import profile_without_pivot_root
+from tests.support.widenings import widenings_without
 
 HARDENED = {"runtimeTarget": "hardened-container"}
 POD = "spec.template.spec"
@@ -120,29 +120,18 @@ def test_a_localhost_name_cannot_leave_the_kubelets_seccomp_root(tmp_path: Path)
         _choose(spec, node)
 
 
-def _without(syscall: str, flag: str | None = None) -> tuple[Widening, ...]:
-    kept = []
-    for widening in BWRAP_WIDENINGS:
-        if widening.syscall != syscall:
-            kept.append(widening)
-        elif flag is not None:
-            flags = tuple(f for f in widening.flags if f != flag)
-            kept.append(Widening(widening.syscall, widening.needed_for, flags))
-    return tuple(kept)
-
-
 def test_allows_reads_each_widening_from_the_profile_itself() -> None:
     committed = json.loads(SECCOMP_POLICY.read_text())
     assert all(allows(committed, w) for w in BWRAP_WIDENINGS)
     runtime_default = container_seccomp_profile(())
     assert not any(allows(runtime_default, w) for w in BWRAP_WIDENINGS)
     for widening in BWRAP_WIDENINGS:
-        less = container_seccomp_profile(_without(widening.syscall))
+        less = container_seccomp_profile(widenings_without(widening.syscall))
         refused = [w.syscall for w in BWRAP_WIDENINGS if not allows(less, w)]
         assert refused == [widening.syscall]
     # clone widened without one of the flags bwrap passes is refused as bwrap calls it.
     clone = next(w for w in BWRAP_WIDENINGS if w.syscall == "clone")
-    assert not allows(container_seccomp_profile(_without("clone", "CLONE_NEWPID")), clone)
+    assert not allows(container_seccomp_profile(widenings_without("clone", "CLONE_NEWPID")), clone)
 
 
 def test_a_profile_object_that_differs_from_the_committed_file_is_named(tmp_path: Path) -> None:

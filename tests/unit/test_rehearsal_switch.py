@@ -9,7 +9,7 @@ import pytest
 from app.controller.environment import ClusterMode, SettingMissing
 from app.core import cluster_env
 from app.core.checklog import CheckLog
-from tests.unit.test_cli import CLUSTER_ENV
+from tests.support.cluster_settings import CLUSTER_ENV
 
 
 def test_without_the_switch_the_job_uses_bedrock_and_prints_no_notice() -> None:
