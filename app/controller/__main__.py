@@ -9,7 +9,15 @@ from app.controller.signals import exit_quietly_until_the_run_begins
 # line and exit 130, not a traceback.
 exit_quietly_until_the_run_begins()
 
+# The modules below build many objects that live as long as the process (pydantic's models,
+# boto3's and botocore's tables), none of them garbage; the collector would walk them over and
+# over while they load. It is off while they load, and they are then frozen (collections skip
+# them) before it is on again for the run.
+gc.disable()
 from app.controller.cli import main  # noqa: E402
+
+gc.freeze()
+gc.enable()
 
 code = main()
 # NOTE: the run is over (its services stopped, its files written and its tree removed); what

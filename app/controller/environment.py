@@ -9,6 +9,7 @@ mode is chosen, before anything is created; ``start`` then yields the services, 
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import socket
@@ -45,8 +46,14 @@ MODEL_MODULE: Final = "app.controller.model"
 
 
 def load_model_library() -> None:
-    """Imports the model's module (and Strands with it) now, in this thread."""
-    importlib.import_module(MODEL_MODULE)
+    """Imports the model's module (and Strands with it) now, in this thread, with the garbage
+    collector off and what it loaded frozen after (as __main__ does for the first imports)."""
+    gc.disable()
+    try:
+        importlib.import_module(MODEL_MODULE)
+    finally:
+        gc.freeze()
+        gc.enable()
 
 
 def offline_model() -> Model:
