@@ -17,12 +17,20 @@ import signal
 import sys
 from typing import Any
 
-from moto.moto_server.werkzeug_app import (
+# moto's import builds a great many objects that live as long as the server, none of them
+# garbage: the collector is off while they load, and they are frozen (skipped by collections)
+# before it is on again. moto's start is the longest part of a local run's set-up.
+gc.disable()
+
+from moto.moto_server.werkzeug_app import (  # noqa: E402
     DomainDispatcherApplication,
     MotoRequestHandler,
     create_backend_app,
 )
-from werkzeug.serving import make_server
+from werkzeug.serving import make_server  # noqa: E402
+
+gc.freeze()
+gc.enable()
 
 LOOPBACK = "127.0.0.1"
 
