@@ -20,6 +20,7 @@ from infra.security_profiles import (
     apparmor_profile_name,
 )
 from infra.targets import PodShapeError, RuntimeTarget, pod_security_level, require_pod_shape
+from tests.support.job_inputs import job_inputs
 from tests.support.stack_run import StackRun, run_failing, run_stack
 
 HARDENED: dict[str, Any] = {"runtimeTarget": "hardened-container"}
@@ -205,21 +206,6 @@ def test_node_apparmor_without_the_hardened_target_is_refused() -> None:
     assert "nodeAppArmor applies to runtimeTarget hardened-container only" in failure.stderr
 
 
-def _inputs(target: RuntimeTarget) -> JobInputs:
-    return JobInputs(
-        layer=Layer.BUBBLEWRAP,
-        image="i",
-        namespace="ns",
-        case_id="rfp-001",
-        bucket="b",
-        region="us-west-2",
-        model_id="m",
-        role_name="r",
-        service_account="analyst",
-        target=target,
-    )
-
-
 def test_host_users_false_in_the_sandbox_is_refused_with_the_reason() -> None:
     with pytest.raises(PodShapeError) as caught:
         require_pod_shape({"runtimeClassName": "isolated-sandbox", "hostUsers": False})
@@ -239,5 +225,7 @@ def test_the_pod_builder_refuses_that_shape_before_anything_is_registered(
 
     monkeypatch.setattr(pod_specs, "_bubblewrap_pod", with_user_namespace)
     with pytest.raises(PodShapeError):
-        analyst_pod_spec(_inputs(RuntimeTarget.ISOLATED_SANDBOX))
-    assert analyst_pod_spec(_inputs(RuntimeTarget.HARDENED_CONTAINER))["hostUsers"] is False
+        analyst_pod_spec(job_inputs(target=RuntimeTarget.ISOLATED_SANDBOX))
+    assert (
+        analyst_pod_spec(job_inputs(target=RuntimeTarget.HARDENED_CONTAINER))["hostUsers"] is False
+    )

@@ -39,18 +39,22 @@ EXPECTED_FILES = (
 )
 
 
-@pytest.fixture(scope="module")
-def manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("manifests")
+def _render(out: Path, *options: str) -> dict[str, Path]:
+    """`python -m infra.render_manifests` into ``out``: each file written, by name."""
     subprocess.run(
-        [sys.executable, "-m", "infra.render_manifests", "--out", str(out), "--stack", "dev"],
+        [sys.executable, "-m", "infra.render_manifests", "--out", str(out), *options],
         cwd=REPO_ROOT,
         check=True,
         capture_output=True,
         text=True,
         timeout=120,
     )
-    rendered = {path.name: path for path in sorted(Path(out).glob("*.yaml"))}
+    return {path.name: path for path in sorted(out.glob("*.yaml"))}
+
+
+@pytest.fixture(scope="module")
+def manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
+    rendered = _render(tmp_path_factory.mktemp("manifests"), "--stack", "dev")
     by_pattern = {}
     for pattern in EXPECTED_FILES:
         (name,) = [name for name in rendered if Path(name).match(pattern)] or [pattern]
@@ -191,17 +195,9 @@ SECCOMP_OPERATORS = {
 
 @pytest.fixture(scope="module")
 def hardened_manifests(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
-    out = tmp_path_factory.mktemp("hardened-manifests")
-    target = ["--runtime-target", "hardened-container"]
-    subprocess.run(
-        [sys.executable, "-m", "infra.render_manifests", "--out", str(out), *target],
-        cwd=REPO_ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    rendered = _render(
+        tmp_path_factory.mktemp("hardened-manifests"), "--runtime-target", "hardened-container"
     )
-    rendered = {path.name: path for path in sorted(Path(out).glob("*.yaml"))}
     found: dict[str, Any] = {"__files__": sorted(rendered)}
     for pattern in HARDENED_FILES:
         names = [name for name in rendered if Path(name).match(pattern)]

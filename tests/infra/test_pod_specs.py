@@ -8,7 +8,8 @@ import pytest
 
 from app.core import cluster_env
 from app.core.roles import Layer
-from infra.pod_specs import JobInputs, analyst_pod_spec
+from infra.pod_specs import analyst_pod_spec
+from tests.support.job_inputs import job_inputs
 from tests.support.stack_run import StackRun
 
 CONTROLLER_ENV = {
@@ -207,17 +208,5 @@ def test_the_env_contract_module_names_every_variable_the_job_sets() -> None:
 
 def test_every_layer_has_a_pod_spec() -> None:
     for layer in Layer:
-        spec = analyst_pod_spec(
-            JobInputs(
-                layer=layer,
-                image="i",
-                namespace="ns",
-                case_id="rfp-001",
-                bucket="b",
-                region="us-west-2",
-                model_id="m",
-                role_name="r",
-                service_account="analyst",
-            )
-        )
+        spec = analyst_pod_spec(job_inputs(layer))
         assert spec["runtimeClassName"] == "isolated-sandbox"
