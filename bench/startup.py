@@ -26,13 +26,23 @@ ACTION = "env-names"
 
 
 def _median_ms(action: Callable[[], object], repeat: int) -> float:
-    action()  # warm caches once; the figure is the steady state
-    samples = []
+    return _interleaved_medians_ms({"one": action}, repeat)["one"]
+
+
+def _interleaved_medians_ms(
+    actions: dict[str, Callable[[], object]], repeat: int
+) -> dict[str, float]:
+    """Each action's median in ms, the actions taken in turn within each round, so that a
+    machine that slows down or speeds up during the run moves every figure alike."""
+    for action in actions.values():
+        action()  # warm caches once; the figure is the steady state
+    samples: dict[str, list[float]] = {name: [] for name in actions}
     for _ in range(repeat):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            samples[name].append((time.perf_counter() - start) * 1000)
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def startup_and_proxy(repeat: int) -> dict[str, float]:
@@ -49,14 +59,15 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
             bubblewrap.preflight()
             nono.preflight()
             tool = ToolIdentity.for_this_controller()
-            figures = {
-                # The same worker and action with no confinement at all, at the same uid.
-                "plain_ms": _median_ms(lambda: run_unconfined(run.paths, tool, ACTION, ()), repeat),
-                "bubblewrap_ms": _median_ms(
-                    lambda: bubblewrap.run_tool("evaluator", ACTION), repeat
-                ),
-                "nono_ms": _median_ms(lambda: nono.run_tool("evaluator", ACTION), repeat),
-            }
+            figures = _interleaved_medians_ms(
+                {
+                    # The same worker and action with no confinement at all, at the same uid.
+                    "plain_ms": lambda: run_unconfined(run.paths, tool, ACTION, ()),
+                    "bubblewrap_ms": lambda: bubblewrap.run_tool("evaluator", ACTION),
+                    "nono_ms": lambda: nono.run_tool("evaluator", ACTION),
+                },
+                repeat,
+            )
             path = "/cases/rfp-001/suppliers"
             nono.run_tool("reader", ACTION)  # starts the reader's own proxy
             placeholder = nono.proxies.placeholder("reader")

@@ -20,8 +20,9 @@ K = TypeVar("K", bound=Hashable)
 
 # Two calls per core: part of each call's life is the controller forking it and the tool's
 # interpreter starting and exiting, when its core would otherwise wait (measured here: a whole
-# case about 5% shorter than with one per core).
-WIDTH: Final = max(2, 2 * (os.cpu_count() or 1))
+# case about 5% shorter than with one per core). At most eight: nono-py refuses to fork from a
+# process of more than 32 threads, and its proxies' runtimes hold some of them already.
+WIDTH: Final = min(8, max(2, 2 * len(os.sched_getaffinity(0))))
 
 
 def run_together(calls: Sequence[Callable[[], T]]) -> list[Future[T]]:

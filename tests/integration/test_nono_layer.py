@@ -6,8 +6,11 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
+import subprocess
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,10 +26,12 @@ from app.core.calls import CallLog
 from app.core.endpoints import HostPort
 from app.core.ids import OTHER_CASE_ID
 from app.core.repo import CASES_DIR, SAMPLE_CASE
-from app.core.results import Errno
+from app.core.results import Errno, ToolRunError
 from app.core.roles import Layer
 from app.core.run import Run
-from app.core.run_tree import ToolIdentity
+from app.core.run_tree import CHECK_FILE, ToolIdentity
+from app.tools.execution import make_release_fifo
+from app.tools.nono.deadline import ToolDeadline
 from app.tools.nono.launcher import NonoLayer
 from tests.support.runs import bare_run, bare_tree
 
@@ -185,3 +190,43 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     recorded = bench.stream.getvalue() + json.dumps(records)
     for secret in (bench.real_key, *(layer.proxies.placeholder(r) for r in ("reader", "writer"))):
         assert secret.decode() not in recorded
+
+
+@pytest.mark.parametrize("holder", ["controller", "nono-py"])
+def test_a_tool_process_past_its_time_limit_is_killed_and_the_run_told(
+    bench: Bench, layer: NonoLayer, holder: str
+) -> None:
+    """A role that blocks for good (``hold`` on a FIFO nobody opens) is killed at its limit,
+    whether the controller holds the limit (nono/deadline.py) or nono-py does; the control:
+    an ordinary action under the same short limit completes."""
+    layer.time_limit_seconds = 1.0
+    layer.deadline_held_here = holder == "controller"
+    assert layer.run_tool("reader", "env-names").ok  # the control
+    inputs = bench.run.paths.workspace("reader").input
+    fifo = make_release_fifo(inputs, f"never-released-{holder}.fifo")
+    pid_file = layer.role_path("reader", "out", CHECK_FILE)
+    started = time.monotonic()
+    try:
+        with pytest.raises(ToolRunError, match=r"timed out after 1\.0s"):
+            layer.run_tool("reader", "hold", str(fifo), pid_file)
+    finally:
+        fifo.unlink()
+    assert time.monotonic() - started < 10
+    pid = int(Path(pid_file).read_text(encoding="ascii"))
+    assert not Path(f"/proc/{pid}").exists()  # killed and reaped, not left waiting
+
+
+def test_the_controllers_time_limit_spares_a_child_that_was_there_before() -> None:
+    """The deadline kills what the calling thread forked during the call, nothing older."""
+    older = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    try:
+        with ToolDeadline(0.5) as deadline:
+            done = subprocess.run(["sleep", "30"], start_new_session=True, check=False)
+        assert deadline.expired and done.returncode == -signal.SIGKILL
+        assert older.poll() is None
+        with ToolDeadline(5) as deadline:
+            subprocess.run(["true"], check=True)
+        assert not deadline.expired
+    finally:
+        older.kill()
+        older.wait()

@@ -11,7 +11,13 @@ import pytest
 
 from app.controller.bytecode import WorkerBytecode
 from app.core.errors import RunStopped
-from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, ToolIdentity, stage_worker
+from app.core.run_tree import (
+    INTERPRETER,
+    WORKER_COMMAND,
+    WORKER_PACKAGE,
+    ToolIdentity,
+    stage_worker,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +26,7 @@ def _loaded_from(code: Path) -> list[str]:
     """Where a tool process at the tool's uid loads each of the worker's modules from
     (python -v: "code object from <file>")."""
     done = subprocess.run(
-        [INTERPRETER, "-v", "-m", WORKER_PACKAGE, "read-case", "/nonexistent"],
+        [INTERPRETER, "-v", *WORKER_COMMAND[1:], "read-case", "/nonexistent"],
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(code), "PYTHONDONTWRITEBYTECODE": "1"},
         cwd="/",
         capture_output=True,
@@ -47,6 +53,7 @@ def test_a_tool_process_loads_the_compiled_worker(work_base: Path) -> None:
         "prologue",
         "protocol",
         "business",
+        "digest",
     }
     assert all("/__pycache__/" in path and path.endswith(".pyc") for path in loaded), loaded
     for path in loaded:

@@ -3,6 +3,7 @@ that imports only the module of the action it runs."""
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import json
 import pkgutil
@@ -10,19 +11,38 @@ import subprocess
 from pathlib import Path
 
 import app.tools.worker as worker_package
-from app.core.run_tree import INTERPRETER, WORKER_COMMAND, WORKER_PACKAGE, stage_worker
+from app.core.run_tree import WORKER_COMMAND, WORKER_PACKAGE, stage_worker
+from app.tools.seccomp import nono_baseline_filter
 from app.tools.worker.__main__ import ACTION_MODULES
+from app.tools.worker.prologue import FILTER_OPTION
 from app.tools.worker.protocol import RESULT_PREFIX
 
-# Runs the worker as `-m` does, then prints which of its modules were imported.
+# What a tool process's start must not pay for: json (re, enum), hashlib (OpenSSL), runpy
+# (importlib.util, contextlib) and typing, each some milliseconds of a start of about ten.
+SLOW_MODULES = ("json", "re", "enum", "hashlib", "_hashlib", "runpy", "contextlib", "typing")
+
+# Runs the worker's own start-up code as a tool process does, then prints which of its modules
+# and which of the slow ones were imported.
 SHOW_IMPORTS = f"""
-import runpy, sys
-sys.argv = ["{WORKER_PACKAGE}", *sys.argv[1:]]
+import sys
 try:
-    runpy.run_module("{WORKER_PACKAGE}", run_name="__main__")
+    {WORKER_COMMAND[-1]}
 finally:
     print("IMPORTED", sorted(m for m in sys.modules if m.startswith("{WORKER_PACKAGE}.")))
+    print("SLOW", sorted(m for m in sys.modules if m in {SLOW_MODULES!r}))
 """
+
+
+def _show_imports(code: Path, *argv: str) -> tuple[list[str], subprocess.CompletedProcess[str]]:
+    done = subprocess.run(
+        [*WORKER_COMMAND[:-1], SHOW_IMPORTS, *argv],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(code)},
+        cwd="/",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.splitlines(), done
 
 
 def _declared() -> dict[str, str]:
@@ -44,21 +64,34 @@ def test_a_tool_process_imports_its_actions_module_alone(tmp_path: Path) -> None
     stage_worker(tmp_path / "code")
     case = tmp_path / "case.json"
     case.write_text('{"case_id": "rfp-001", "suppliers": [{"id": "northstar"}]}')
-    done = subprocess.run(
-        [INTERPRETER, "-c", SHOW_IMPORTS, "read-case", str(case)],
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path / "code")},
-        cwd="/",
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    lines = done.stdout.splitlines()
+    lines, done = _show_imports(tmp_path / "code", "read-case", str(case))
     imported = [line for line in lines if line.startswith("IMPORTED ")]
     assert imported == [
-        "IMPORTED " + str([f"{WORKER_PACKAGE}.{m}" for m in ("business", "prologue", "protocol")])
+        "IMPORTED "
+        + str(
+            [
+                f"{WORKER_PACKAGE}.{m}"
+                for m in ("__main__", "business", "digest", "prologue", "protocol")
+            ]
+        )
     ], done.stderr
     (result,) = [line for line in lines if line.startswith(RESULT_PREFIX)]
     assert json.loads(result.removeprefix(RESULT_PREFIX))["supplier_ids"] == ["northstar"]
+
+
+def test_a_start_loads_none_of_the_slow_modules(tmp_path: Path) -> None:
+    """The result line is written without json, and the prologue's filter digest without
+    hashlib; the action here (env-names) needs nothing more."""
+    stage_worker(tmp_path / "code")
+    program = tmp_path / "baseline.bpf"
+    program.write_bytes(nono_baseline_filter().program)
+    lines, done = _show_imports(tmp_path / "code", FILTER_OPTION, str(program), "env-names")
+    assert "SLOW []" in lines, done.stderr
+    (result,) = [line for line in lines if line.startswith(RESULT_PREFIX)]
+    parsed = json.loads(result.removeprefix(RESULT_PREFIX))
+    assert parsed["action"] == "env-names"
+    digest = parsed["prologue"]["seccomp_filter_sha256"]
+    assert digest == hashlib.sha256(program.read_bytes()).hexdigest()
 
 
 def test_every_action_is_dispatched(tmp_path: Path) -> None:

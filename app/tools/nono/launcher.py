@@ -13,6 +13,7 @@ import os
 import secrets
 import threading
 from collections.abc import Sequence
+from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -28,6 +29,7 @@ from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_COMMAND
 from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
+from app.tools.nono.deadline import ToolDeadline, held_here
 from app.tools.nono.held import HeldReading, read_while_held
 from app.tools.nono.policy import (
     COMMITTED_DIR,
@@ -103,6 +105,11 @@ class NonoLayer(ConfinementLayer):
         self._digests: dict[bytes, str] = {}
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
+        self.time_limit_seconds: float = TOOL_TIMEOUT_SECONDS
+        # Whether the controller can hold a tool's time limit itself (nono/deadline.py), and
+        # whether Landlock filters TCP itself, so that a proxy-only role needs no supervisor.
+        self.deadline_held_here = held_here()
+        self._landlock_filters_tcp = nono_py.detect_abi().has_network
 
     # --- profiles -----------------------------------------------------------------------------
 
@@ -244,28 +251,50 @@ class NonoLayer(ConfinementLayer):
         drop = self.run.tool.process_identity()
         try:
             caps = self._capabilities(role, profile)
+            held = self._holds_deadline(profile)
             TOOL_STARTS.add()
-            result = nono_py.sandboxed_exec(
-                caps,
-                command,
-                # The code directory is read-only for every role; `-m` puts the working
-                # directory first on sys.path, so a writable one would let a role plant a
-                # module for its next start.
-                cwd=str(self.run.paths.code),
-                timeout_secs=TOOL_TIMEOUT_SECONDS,
-                env=self._environment(role, profile),
-                inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
-                enforcement_mode=enforcement_mode
-                or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
-                max_file_size_bytes=process.get("max_file_bytes"),
-                uid=drop.get("user"),
-                gid=drop.get("group"),
-            )
+            limit = self.time_limit_seconds
+            with ToolDeadline(limit) if held else nullcontext() as deadline:
+                result = nono_py.sandboxed_exec(
+                    caps,
+                    command,
+                    # The code directory is read-only for every role; the worker's command
+                    # puts the working directory first on sys.path, so a writable one would
+                    # let a role plant a module for its next start.
+                    cwd=str(self.run.paths.code),
+                    timeout_secs=None if held else limit,
+                    env=self._environment(role, profile),
+                    inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
+                    enforcement_mode=enforcement_mode
+                    or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
+                    max_file_size_bytes=process.get("max_file_bytes"),
+                    uid=drop.get("user"),
+                    gid=drop.get("group"),
+                )
         except (RuntimeError, ValueError, OSError) as error:
             raise ToolRunError(f"nono could not start the {role} ({command}): {error}") from error
         finally:
             self.proxies.drain(role)
+        # The worker itself never exits 124: that is nono-py's status for its own timeout.
+        if (deadline is not None and deadline.expired) or (not held and result.exit_code == 124):
+            raise ToolRunError(f"the {role}'s tool process timed out after {limit}s")
         return result.stdout, result.stderr, result.exit_code
+
+    def _time_limit_holder(self) -> str:
+        if not self.deadline_held_here:
+            return "nono-py"
+        if self._landlock_filters_tcp:
+            return "controller"
+        return "controller; nono-py for a role with a proxy"
+
+    def _holds_deadline(self, profile: dict[str, Any]) -> bool:
+        """Whether the controller holds this call's time limit (nono/deadline.py) rather than
+        nono-py, whose timeout costs every call about 5 ms but which must keep it where its
+        wait loop also answers a proxy-only role's seccomp supervisor."""
+        if not self.deadline_held_here:
+            return False
+        proxied = "custom_credentials" in profile.get("network", {})
+        return self._landlock_filters_tcp or not proxied
 
     def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading:
         """The role's process as the host's /proc shows it, while it waits to be released."""
@@ -361,6 +390,11 @@ class NonoLayer(ConfinementLayer):
             "audit": self.proxies.audit_json(),
             "proxies": {role: self.proxies.base_url(role) for role in self.proxies.roles},
             "largest_tool_peak_kib": self.tool_peak_kib,
+            "time_limit": {
+                "seconds": self.time_limit_seconds,
+                "held_by": self._time_limit_holder(),
+                "landlock_filters_tcp": self._landlock_filters_tcp,
+            },
         }
 
     def checks(self) -> NonoChecks:

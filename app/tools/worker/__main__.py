@@ -1,5 +1,5 @@
-"""Entry point: `python3 -m analyst_worker [prologue options] <action> [args...]`: one action,
-one result line.
+"""Entry point: `python3 -S -c "from analyst_worker.__main__ import run; run()" [prologue
+options] <action> [args...]` (or `-m analyst_worker`, by hand): one action, one result line.
 
 A tool process runs one action, so it imports that action's module alone (see the NOTE in
 protocol.py); ACTION_MODULES says where each action is, and the tests hold it to each module's
@@ -8,7 +8,6 @@ own ACTIONS.
 
 from __future__ import annotations
 
-import importlib
 import sys
 
 from . import prologue
@@ -49,11 +48,19 @@ def main(argv: list[str]) -> int:
         print(f"usage: analyst_worker {{{names}}} [args...]", file=sys.stderr)
         return 2
     action, args = argv[0], argv[1:]
-    module = importlib.import_module(f".{ACTION_MODULES[action]}", __package__)
+    # __import__ rather than importlib: the worker needs nothing else of importlib's.
+    name = f"{__package__}.{ACTION_MODULES[action]}"
+    __import__(name)
+    module = sys.modules[name]
     result = module.ACTIONS[action](args)
     emit(action, {**result, "prologue": applied} if applied else result)
     return 0
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """What a tool process runs (app/core/run_tree.py's WORKER_COMMAND)."""
     sys.exit(main(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    run()

@@ -6,10 +6,10 @@ the controller checks that the confined process and its own code reach the same 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
+from .digest import sha256_hex
 from .protocol import ok
 
 TYPE_CHECKING = False
@@ -32,7 +32,7 @@ def _write_output(path: str, data: bytes) -> str:
         os.write(fd, data)
     finally:
         os.close(fd)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def read_case(args: list[str]) -> Result:
@@ -42,7 +42,7 @@ def read_case(args: list[str]) -> Result:
     case = json.loads(data)
     return ok(
         path=path,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256_hex(data),
         case_id=case["case_id"],
         supplier_ids=[entry["id"] for entry in case["suppliers"]],
     )
@@ -54,7 +54,7 @@ def read_proposal(args: list[str]) -> Result:
     data = _read(path)
     return ok(
         path=path,
-        sha256=hashlib.sha256(data).hexdigest(),
+        sha256=sha256_hex(data),
         supplier_id=json.loads(data)["supplier_id"],
     )
 

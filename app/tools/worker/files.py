@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 
+from .digest import sha256_hex
 from .protocol import errno_name, ok, refused
 
 TYPE_CHECKING = False
@@ -56,7 +56,7 @@ def write_file(args: list[str]) -> Result:
         os.close(fd)
     return ok(
         path=path,
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        sha256=sha256_hex(text.encode("utf-8")),
         owner=[st.st_uid, st.st_gid],
     )
 

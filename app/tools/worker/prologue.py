@@ -44,7 +44,8 @@ def _load_filter(path: str) -> str:
     was asked for a filter never runs without it."""
     # Imported here: only the layers that ask for a filter pay for them (protocol.py's NOTE).
     import ctypes
-    import hashlib
+
+    from .digest import sha256_hex
 
     class SockFilter(ctypes.Structure):
         _fields_ = [
@@ -75,7 +76,7 @@ def _load_filter(path: str) -> str:
     address = ctypes.cast(ctypes.pointer(fprog), ctypes.c_void_p).value or 0
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, address, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP")
-    return hashlib.sha256(program).hexdigest()
+    return sha256_hex(program)
 
 
 def apply(argv: list[str]) -> tuple[list[str], dict[str, Any]]:
