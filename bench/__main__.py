@@ -57,8 +57,12 @@ def print_startup(repeat: int) -> None:
 
 
 def print_cases(count: int) -> None:
-    figures = {layer: [one_case(layer) for _ in range(count)] for layer in Layer}
-    print(f"==> whole local case, each alone, median of {count} per layer")
+    # The layers alternate, so that a machine whose speed drifts during the run moves both alike.
+    figures: dict[Layer, list[CaseFigures]] = {layer: [] for layer in Layer}
+    for _ in range(count):
+        for layer in Layer:
+            figures[layer].append(one_case(layer))
+    print(f"==> whole local case, each alone, the layers alternating, median of {count} per layer")
     for layer, cases in figures.items():
         wall = statistics.median(case.wall_s for case in cases)
         print(
@@ -144,8 +148,8 @@ def _nothing_shared(batch: BatchFigures) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=15, help="samples per median (default 15)")
-    parser.add_argument("--cases", type=int, default=3, help="whole cases per layer (default 3)")
+    parser.add_argument("--repeat", type=int, default=31, help="samples per median (default 31)")
+    parser.add_argument("--cases", type=int, default=5, help="whole cases per layer (default 5)")
     parser.add_argument(
         "--concurrent",
         type=int,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
 
@@ -18,7 +19,7 @@ from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import MODEL_KEY_VARIABLES, credential_variables
 from app.tools.layer import ToolRunner
-from app.tools.together import run_together
+from app.tools.together import Pending, judge_together, run_together
 
 MAX_BOUNDARY_FILE_BYTES = 4096
 # Staged in each role's input by the directory checks, for the role to read.
@@ -37,80 +38,103 @@ class CommonChecks:
 
     # --- what the reader was given --------------------------------------------------------
 
-    def reads_staged_case(self) -> None:
+    def read_only_file_checks(self, *layer_own: Pending[ToolResult]) -> None:
+        """The checks below whose tool calls only read or open (no call writes a byte), all
+        made at once; the lines then print in this order, the layer's own checks after the
+        case's. The writer's write and the directory checks, which change files, come after."""
+        judge_together(
+            [
+                self.reads_staged_case(),
+                *layer_own,
+                self.reads_staged_proposals(),
+                self.input_write_refused(),
+                self.hidden_files_refused(),
+            ]
+        )
+
+    def reads_staged_case(self) -> Pending[ToolResult]:
         """The reader reads the case file the controller staged for it, byte for byte."""
         host = self.run.paths.workspace("reader").input / "case.json"
         staged = hashlib.sha256(host.read_bytes()).hexdigest()
         inside = self.layer.role_path("reader", "in", "case.json")
-        read = self.layer.run_tool("reader", "read-case", inside)
-        self.checks.require(
-            read.ok
-            and read.data["sha256"] == staged
-            and read.data["case_id"] == self.run.case.case_id,
-            f"the reader reads its assigned case at {inside}: case {self.run.case.case_id}, the "
-            f"same sha256 as the controller's copy ({staged[:16]}…)",
-            detail=f"read {read.observed}, sha256 {read.data.get('sha256')}",
-        )
 
-    def reads_staged_proposals(self) -> None:
+        def judge(outcomes: list[Future[ToolResult]]) -> None:
+            read = outcomes[0].result()
+            self.checks.require(
+                read.ok
+                and read.data["sha256"] == staged
+                and read.data["case_id"] == self.run.case.case_id,
+                f"the reader reads its assigned case at {inside}: case {self.run.case.case_id}, "
+                f"the same sha256 as the controller's copy ({staged[:16]}…)",
+                detail=f"read {read.observed}, sha256 {read.data.get('sha256')}",
+            )
+
+        return Pending([partial(self.layer.run_tool, "reader", "read-case", inside)], judge)
+
+    def reads_staged_proposals(self) -> Pending[ToolResult]:
         """The reader opens every proposal staged for it, each the bytes its case entry names."""
         case = self.run.case
         paths = {
             entry.id: self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
             for entry in case.suppliers
         }
-        outcomes = run_together(
-            [
-                partial(self.layer.run_tool, "reader", "read-proposal", path)
-                for path in paths.values()
-            ]
-        )
-        seen = {}
-        for supplier_id, outcome in zip(paths, outcomes, strict=True):
-            result = outcome.result()
-            seen[supplier_id] = (result.data.get("supplier_id"), result.data.get("sha256"))
-        expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
-        self.checks.require(
-            seen == expected,
-            f"the reader reads its assigned proposals ({', '.join(expected)}), each the bytes "
-            "whose sha256 the case entry names",
-            detail=f"read {seen}",
-        )
+
+        def judge(outcomes: list[Future[ToolResult]]) -> None:
+            seen = {}
+            for supplier_id, outcome in zip(paths, outcomes, strict=True):
+                result = outcome.result()
+                seen[supplier_id] = (result.data.get("supplier_id"), result.data.get("sha256"))
+            expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
+            self.checks.require(
+                seen == expected,
+                f"the reader reads its assigned proposals ({', '.join(expected)}), each the "
+                "bytes whose sha256 the case entry names",
+                detail=f"read {seen}",
+            )
+
+        calls = [
+            partial(self.layer.run_tool, "reader", "read-proposal", path) for path in paths.values()
+        ]
+        return Pending(calls, judge)
 
     # --- refusals, each beside its control ------------------------------------------------
 
-    def input_write_refused(self) -> None:
+    def input_write_refused(self) -> Pending[ToolResult]:
         """Its own input case file is writable at the tool's uid, but not through the layer."""
         host = self.run.paths.workspace("reader").input / "case.json"
         before = hashlib.sha256(host.read_bytes()).hexdigest()
         st = host.stat()
         uid = self.run.tool.uid
         inside = self.layer.role_path("reader", "in", "case.json")
-        # Neither open writes a byte: the control's succeeds, the reader's is refused.
-        control_outcome, refused_outcome = run_together(
-            [
-                partial(self.layer.run_unconfined, "open-write", str(host)),
-                partial(self.layer.run_tool, "reader", "open-write", inside),
-            ]
-        )
-        control = control_outcome.result()
-        unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
-        self.checks.require(
-            control.ok and unchanged and st.st_uid == uid,
-            f"control: an unconfined process at the tool's uid {uid} opens the reader's input "
-            f"case.json for writing (owner {st.st_uid}), and the file is left unchanged",
-            detail=f"the open {control.observed}, unchanged {unchanged}, owner {st.st_uid}",
-        )
-        refusals = self.layer.refusals
-        refused = refused_outcome.result()
-        self.checks.require(
-            refused.refused_with(refusals.input_write),
-            f"the reader cannot open it for writing at {inside}: "
-            f"{refusals.input_write_reason}: {refusals.input_write}",
-            detail=f"observed {refused.observed}",
-        )
 
-    def hidden_files_refused(self) -> None:
+        def judge(outcomes: list[Future[ToolResult]]) -> None:
+            control_outcome, refused_outcome = outcomes
+            control = control_outcome.result()
+            unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
+            self.checks.require(
+                control.ok and unchanged and st.st_uid == uid,
+                f"control: an unconfined process at the tool's uid {uid} opens the reader's "
+                f"input case.json for writing (owner {st.st_uid}), and the file is left "
+                "unchanged",
+                detail=f"the open {control.observed}, unchanged {unchanged}, owner {st.st_uid}",
+            )
+            refusals = self.layer.refusals
+            refused = refused_outcome.result()
+            self.checks.require(
+                refused.refused_with(refusals.input_write),
+                f"the reader cannot open it for writing at {inside}: "
+                f"{refusals.input_write_reason}: {refusals.input_write}",
+                detail=f"observed {refused.observed}",
+            )
+
+        # Neither open writes a byte: the control's succeeds, the reader's is refused.
+        calls = [
+            partial(self.layer.run_unconfined, "open-write", str(host)),
+            partial(self.layer.run_tool, "reader", "open-write", inside),
+        ]
+        return Pending(calls, judge)
+
+    def hidden_files_refused(self) -> Pending[ToolResult]:
         """Another role's file, the supplier key and the AWS credential: open at the tool's
         uid without the layer, refused with the layer's exact errno to the reader and, for the
         AWS credential (the Pod Identity token in the cluster), to every role."""
@@ -124,28 +148,32 @@ class CommonChecks:
             ("the supplier key file", run.supplier.key_file, ("reader",)),
             (run.aws_credential.description, run.aws_credential.path, ROLES),
         ]
-        # Every open at once (none writes), then the lines in order, each control first.
+        # Every open (none writes), each control first; then the lines in the same order.
         calls: list[Callable[[], ToolResult]] = []
         for _, path, roles in targets:
             calls.append(partial(self.layer.run_unconfined, "open-read", str(path)))
             calls += [partial(self.layer.run_tool, role, "open-read", str(path)) for role in roles]
-        outcomes = iter(run_together(calls))
-        for label, path, roles in targets:
-            control = next(outcomes).result()
-            self.checks.require(
-                control.ok,
-                f"control: an unconfined process at the tool's uid {run.tool.uid} opens "
-                f"{label} ({path})",
-                detail=f"the open {control.observed}",
-            )
-            for role in roles:
-                refused = next(outcomes).result()
+
+        def judge(outcomes: list[Future[ToolResult]]) -> None:
+            each = iter(outcomes)
+            for label, path, roles in targets:
+                control = next(each).result()
                 self.checks.require(
-                    refused.refused_with(refusals.hidden_file),
-                    f"the {role} cannot open {label}: {refusals.hidden_file_reason}: "
-                    f"{refusals.hidden_file}",
-                    detail=f"observed {refused.observed}",
+                    control.ok,
+                    f"control: an unconfined process at the tool's uid {run.tool.uid} opens "
+                    f"{label} ({path})",
+                    detail=f"the open {control.observed}",
                 )
+                for role in roles:
+                    refused = next(each).result()
+                    self.checks.require(
+                        refused.refused_with(refusals.hidden_file),
+                        f"the {role} cannot open {label}: {refusals.hidden_file_reason}: "
+                        f"{refusals.hidden_file}",
+                        detail=f"observed {refused.observed}",
+                    )
+
+        return Pending(calls, judge)
 
     # --- what the writer may do -----------------------------------------------------------
 

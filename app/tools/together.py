@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Final, TypeVar
+from dataclasses import dataclass
+from typing import Final, Generic, TypeVar
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
@@ -67,3 +68,19 @@ def run_in_turn(calls: Sequence[Callable[[], T]]) -> list[Future[T]]:
 def run_named(calls: Mapping[K, Callable[[], T]]) -> dict[K, Future[T]]:
     """run_together for named calls: each outcome under its call's name."""
     return dict(zip(calls, run_together(list(calls.values())), strict=True))
+
+
+@dataclass(frozen=True)
+class Pending(Generic[T]):
+    """One check's calls, and how it judges their outcomes (given in the calls' order)."""
+
+    calls: Sequence[Callable[[], T]]
+    judge: Callable[[list[Future[T]]], None]
+
+
+def judge_together(checks: Sequence[Pending[T]]) -> None:
+    """Makes the calls of several checks at once, then has each check judge its own outcomes,
+    in the checks' order: for checks none of which changes what another's calls read."""
+    outcomes = iter(run_together([call for check in checks for call in check.calls]))
+    for check in checks:
+        check.judge([next(outcomes) for _ in check.calls])

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import Future
+from functools import partial
 from pathlib import Path
 from typing import Final
 
 from app.core.files import read_regular
+from app.core.results import ToolResult
 from app.core.run import Run
 from app.tools.attack_checks import AttackChecks
 from app.tools.bubblewrap.attack_answers import ANSWERS
@@ -19,6 +22,7 @@ from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
 from app.tools.layer import LayerChecks
+from app.tools.together import Pending
 
 MAX_DRAFT_BYTES: Final = 64 * 1024
 
@@ -43,11 +47,7 @@ class BubblewrapChecks(LayerChecks):
 
     def boundary(self) -> None:
         self.checks.begin("files")
-        self.common.reads_staged_case()
-        self._check_same_file()
-        self.common.reads_staged_proposals()
-        self.common.input_write_refused()
-        self.common.hidden_files_refused()
+        self.common.read_only_file_checks(self._same_file())
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
         self.checks.begin("process")
@@ -57,24 +57,27 @@ class BubblewrapChecks(LayerChecks):
         self.attacks.check()
         self._record()
 
-    def _check_same_file(self) -> None:
+    def _same_file(self) -> Pending[ToolResult]:
         """The reader's /input/case.json is the controller's file, not a copy: the same inode."""
         host = self.run.paths.workspace("reader").input / "case.json"
         inside = f"{INPUT_MOUNT}/case.json"
-        seen = self.layer.run_tool("reader", "open-read", inside)
-        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        try:
-            host_stat = os.fstat(fd)
-        finally:
-            os.close(fd)
-        self.checks.require(
-            seen.ok
-            and (seen.data["device"], seen.data["inode"]) == (host_stat.st_dev, host_stat.st_ino),
-            f"the reader's own open of {inside} reaches the controller's file: device "
-            f"{host_stat.st_dev}, inode {host_stat.st_ino} on both sides",
-            detail=f"the open {seen.observed}, device/inode {seen.data.get('device')}/"
-            f"{seen.data.get('inode')}",
-        )
+
+        def judge(outcomes: list[Future[ToolResult]]) -> None:
+            seen = outcomes[0].result()
+            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+            try:
+                host_stat = os.fstat(fd)
+            finally:
+                os.close(fd)
+            same = (seen.data.get("device"), seen.data.get("inode"))
+            self.checks.require(
+                seen.ok and same == (host_stat.st_dev, host_stat.st_ino),
+                f"the reader's own open of {inside} reaches the controller's file: device "
+                f"{host_stat.st_dev}, inode {host_stat.st_ino} on both sides",
+                detail=f"the open {seen.observed}, device/inode {same[0]}/{same[1]}",
+            )
+
+        return Pending([partial(self.layer.run_tool, "reader", "open-read", inside)], judge)
 
     def submit_draft(self, draft_path: Path) -> None:
         # The writer owns its output directory: refuse a symlink or special file it may have

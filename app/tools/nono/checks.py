@@ -51,6 +51,8 @@ class NonoChecks(LayerChecks):
         self.run.evidence.record("nono_readings", self.processes.readings)
 
     def boundary(self) -> None:
+        # Each online role has run, so its proxy has issued its placeholder.
+        self.layer.prefetch_credential_digests()
         self._files()
         self._credentials()
         self._network()
@@ -130,10 +132,7 @@ class NonoChecks(LayerChecks):
 
     def _files(self) -> None:
         self.checks.begin("files")
-        self.common.reads_staged_case()
-        self.common.reads_staged_proposals()
-        self.common.input_write_refused()
-        self.common.hidden_files_refused()
+        self.common.read_only_file_checks()
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
 

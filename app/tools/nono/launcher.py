@@ -13,6 +13,7 @@ import os
 import secrets
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future
 from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
@@ -101,8 +102,9 @@ class NonoLayer(ConfinementLayer):
         self._writing = threading.Lock()
         # Each secret's digest, computed once: the credential checks and the secret scan ask for
         # the same ones, and each costs a PBKDF2. Keyed by the secret's SHA-256, so the map
-        # holds no secret itself.
-        self._digests: dict[bytes, str] = {}
+        # holds no secret itself; a digest still being computed is waited for.
+        self._digests: dict[bytes, Future[str]] = {}
+        self._digesting = threading.Lock()
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
         self.time_limit_seconds: float = TOOL_TIMEOUT_SECONDS
@@ -323,14 +325,35 @@ class NonoLayer(ConfinementLayer):
 
     def credential_digest(self, secret: bytes) -> str:
         """The same PBKDF2 the role's probe computes, under the same per-run key."""
+        return self._digest(secret).result()
+
+    def prefetch_credential_digests(self) -> None:
+        """Starts computing the digests the credential checks will ask for: the real key's and
+        each issued placeholder's. PBKDF2 lets other threads run, so they are computed while
+        the checks before them wait for their tool processes."""
+        secrets = [self.run.supplier.key_file.read_bytes().strip()]
+        secrets += [self.proxies.placeholder(role) for role in self.proxies.roles]
+        for secret in secrets:
+            threading.Thread(
+                target=self._digest, args=(secret,), name="digest", daemon=True
+            ).start()
+        secrets.clear()
+
+    def _digest(self, secret: bytes) -> Future[str]:
         seen = hashlib.sha256(secret).digest()
-        digest = self._digests.get(seen)
-        if digest is None:
-            digest = hashlib.pbkdf2_hmac(
-                "sha256", secret, self._digest_key.encode("utf-8"), DIGEST_ITERATIONS
-            ).hex()
-            # Two threads asking for the same new secret at once both compute it: same value.
-            self._digests[seen] = digest
+        with self._digesting:
+            digest = self._digests.get(seen)
+            if digest is not None:
+                return digest
+            digest = self._digests[seen] = Future()
+        try:
+            digest.set_result(
+                hashlib.pbkdf2_hmac(
+                    "sha256", secret, self._digest_key.encode("utf-8"), DIGEST_ITERATIONS
+                ).hex()
+            )
+        except BaseException as error:  # handed to whoever asks for this digest
+            digest.set_exception(error)
         return digest
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
