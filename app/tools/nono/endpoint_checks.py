@@ -2,10 +2,12 @@
 supplier and recorded as allowed, each refused one answered 403 and recorded as denied, while
 the supplier API itself accepts those same operations from the controller with the real key.
 
-Each role's proxy keeps its own audit, read from a mark taken before each request, so the
-reader's requests and the writer's are sent at once, each role's one after another
-(together.py); the controller's own controls go first. The lines then follow in their
-usual order, and each role request's call record is kept as its lines print.
+Each role's proxy keeps its own audit, read from a mark taken before each request; a
+request's own records are the ones that name what it names (mode, method and path, or a
+tunnel's target), and no two requests sent at once name the same thing. So the roles' requests
+are sent at once (together.py); the controller's own controls go first, and its request with
+the wrong placeholder goes last and alone, since the proxy's record of it names nothing. The
+lines then follow in their usual order, and each call record is kept as its lines print.
 """
 
 from __future__ import annotations
@@ -54,6 +56,14 @@ def _refused_operations(case_id: str, supplier_id: str) -> list[tuple[str, str, 
     ]
 
 
+def _names_request(method: str, path: str) -> Callable[[AuditEvent], bool]:
+    return lambda event: event.mode == "reverse" and (event.method, event.path) == (method, path)
+
+
+def _names_tunnel(host: str | None, port: int | None) -> Callable[[AuditEvent], bool]:
+    return lambda event: event.mode == "connect" and (event.target, event.port) == (host, port)
+
+
 class EndpointChecks:
     """The "supplier proxy" section of a nono run, and the writer's draft submission."""
 
@@ -73,7 +83,7 @@ class EndpointChecks:
         proxies = self.layer.proxies
         mark = proxies.mark(role)
         result = self.layer.run_tool(role, "supplier-request", method, path, body_file, request_id)
-        events = proxies.since(role, mark)
+        events = proxies.since(role, mark, _names_request(method, path))
         status = result.data.get("status")
         call = CallRecord(
             request_id, role, method, path, self.supplier_host, status, forwarded(events)
@@ -86,7 +96,7 @@ class EndpointChecks:
         target = urlsplit(url)
         mark = proxies.mark("reader")
         tunnel = self.layer.run_tool("reader", "alias-request", url, request_id)
-        events = proxies.since("reader", mark)
+        events = proxies.since("reader", mark, _names_tunnel(target.hostname, target.port))
         status = tunnel.data.get("connect_status")
         call = CallRecord(
             request_id, "reader", "CONNECT", f"{target.hostname}:{target.port}",
@@ -194,14 +204,16 @@ class EndpointChecks:
         ]
         writer_steps: list[Callable[[], Sent]] = [
             partial(self._role_request, "writer", "GET", read, ids["writer read"]),
-            partial(self._foreign_placeholder, read, placeholder_id),
             *(
                 partial(self._role_request, "writer", method, path, ids[f"refused {i}"])
                 for i, (method, path, _) in enumerate(refused)
             ),
         ]
-        chains = [partial(run_in_turn, reader_steps), partial(run_in_turn, writer_steps)]
-        reader, writer = (chain.result() for chain in run_together(chains))
+        outcomes = run_together([*reader_steps, *writer_steps])
+        reader, writer = outcomes[: len(reader_steps)], outcomes[len(reader_steps) :]
+        # Alone, once those have ended: the proxy's record of the refused placeholder names no
+        # method or path, so it is this request's only while nothing else is in flight.
+        (placeholder,) = run_in_turn([partial(self._foreign_placeholder, read, placeholder_id)])
 
         self._role_lines("reader", "GET", read, reader[0], 200)
         alias = urlsplit(run.supplier.alias_url)
@@ -225,10 +237,10 @@ class EndpointChecks:
             "a tunnel would bypass the endpoint rules",
         )
         self._role_lines("writer", "GET", read, writer[0], 200)
-        self._placeholder_lines(read, writer[1])
+        self._placeholder_lines(read, placeholder)
         self._role_lines("reader", "POST", draft, reader[3], None)
         for (method, path, accepted), control, outcome in zip(
-            refused, controls, writer[2:], strict=True
+            refused, controls, writer[1:], strict=True
         ):
             self._accepted_upstream(method, path, accepted, control)
             self._role_lines("writer", method, path, outcome, None)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import http.client
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -205,14 +205,19 @@ class RoleProxies:
         self.drain(role)
         return len(self._audit[role])
 
-    def since(self, role: Role, mark: int) -> list[AuditEvent]:
-        """The role's proxy records after ``mark``, once the request they describe is decided."""
+    def since(
+        self, role: Role, mark: int, names: Callable[[AuditEvent], bool] = lambda event: True
+    ) -> list[AuditEvent]:
+        """The role's proxy records after ``mark`` that ``names`` picks out, once the request
+        they describe is decided. Requests sent through one proxy at once are told apart this
+        way, by what each names (mode, method and path, or a tunnel's target)."""
         deadline = time.monotonic() + AUDIT_SETTLE_SECONDS
         while True:
             self.drain(role)
-            events = self._audit[role][mark:]
+            with self._lock:
+                events = [event for event in self._audit[role][mark:] if names(event)]
             if _settled(events) or time.monotonic() >= deadline:
-                return list(events)
+                return events
             time.sleep(0.02)
 
     def audit_json(self) -> dict[str, list[dict[str, Any]]]:
