@@ -22,11 +22,15 @@ from typing import Any
 # before it is on again. moto's start is the longest part of a local run's set-up.
 gc.disable()
 
+from moto.core.models import DEFAULT_ACCOUNT_ID  # noqa: E402
+from moto.iam.models import iam_backends  # noqa: E402
 from moto.moto_server.werkzeug_app import (  # noqa: E402
     DomainDispatcherApplication,
     MotoRequestHandler,
     create_backend_app,
 )
+from moto.s3.models import s3_backends  # noqa: E402
+from moto.sts.models import sts_backends  # noqa: E402
 from werkzeug.serving import make_server  # noqa: E402
 
 gc.freeze()
@@ -42,11 +46,24 @@ def _stop(signum: int, frame: Any) -> None:
     sys.exit(0)
 
 
+def _prepare(application: DomainDispatcherApplication) -> None:
+    """Builds now, as the first request to each would, the applications and backends of the
+    services a local run asks for (local_aws.py's Service): moto is up well before the
+    controller's first request, and that request is on the run's critical path."""
+    for name in ("iam", "sts", "s3"):
+        application.app_instances[name] = create_backend_app(name)
+    # Keyed as moto keys them: IAM and STS are global, S3 is kept per partition.
+    iam_backends[DEFAULT_ACCOUNT_ID]["global"]
+    sts_backends[DEFAULT_ACCOUNT_ID]["global"]
+    s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+
+
 def main(argv: list[str]) -> int:
     (fd_text,) = argv
     signal.signal(signal.SIGINT, _stop)
     signal.signal(signal.SIGTERM, _stop)
     application = DomainDispatcherApplication(create_backend_app)
+    _prepare(application)
     # The address is the socket's own; these two only choose its family (IPv4).
     server = make_server(
         LOOPBACK, 0, application, threaded=True, request_handler=MotoRequestHandler, fd=int(fd_text)
