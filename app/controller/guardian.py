@@ -6,20 +6,24 @@ guardian only reads that pipe. The kernel closes the pipe however the controller
 guardian wakes then and removes what is left. After a normal end it finds nothing to remove (the
 controller cleaned up first, and waits for the guardian). It runs in its own session, so a
 Ctrl-C or a hang-up aimed at the controller's terminal does not reach it. Standard library only,
-run by path with ``python -I``: it starts in milliseconds and imports nothing of the app.
+run by path with ``python -I -S``: it imports nothing of the app, and what only the controller's
+side or a removal needs (subprocess, shutil, typing) is imported there, since the guardian
+starts while the run's services do and takes the same cores.
 """
 
 from __future__ import annotations
 
-import shutil
 import signal
-import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Final
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import subprocess
+    from collections.abc import Sequence
+    from types import TracebackType
+    from typing import Final
 
 PROGRAM: Final = Path(__file__).resolve()
 # A process of the dead run (a tool finishing its last write) may still add a file while the
@@ -33,6 +37,8 @@ def remove(path: Path) -> None:
     """Removes a file or a whole tree (never following a link out of it); gone already is fine."""
     try:
         if path.is_dir() and not path.is_symlink():
+            import shutil
+
             shutil.rmtree(path)
         else:
             path.unlink()
@@ -81,8 +87,10 @@ class Guardian:
         return self._process.pid if self._process else None
 
     def __enter__(self) -> Guardian:
+        import subprocess
+
         self._process = subprocess.Popen(
-            [sys.executable, "-I", str(PROGRAM), *map(str, self.paths)],
+            [sys.executable, "-I", "-S", str(PROGRAM), *map(str, self.paths)],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             start_new_session=True,
@@ -100,6 +108,8 @@ class Guardian:
             return
         assert process.stdin is not None
         process.stdin.close()
+        import subprocess
+
         try:
             process.wait(timeout=EXIT_TIMEOUT_SECONDS)
         except subprocess.TimeoutExpired:
