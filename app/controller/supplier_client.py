@@ -53,6 +53,11 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 
     def connect(self) -> None:
         raw = socket.create_connection((resolve(self.host), self.port), self.timeout)
+        # The request is written just after the handshake's last message. With Nagle's
+        # algorithm on, it would wait for the server's delayed ACK of that message: 40 ms,
+        # whenever the server has not yet answered it (measured here: 0, 40 or 80 ms over three
+        # requests with a body, run to run).
+        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
             self.sock = self._tls.wrap_socket(raw, server_hostname=self.host)
         except BaseException:
