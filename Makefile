@@ -47,5 +47,6 @@ lint: $(READY)
 	$(VENV)/bin/zizmor --offline .github/workflows
 	$(PY) -m mypy
 
+## clean: remove build/, runs/ and pytest's cache
 clean:
 	rm -rf build runs .pytest_cache

@@ -3,7 +3,7 @@ unconfined process at the same uid gets (the control), and how a layer states it
 
 Each path is tried by the worker's ``attack-surface`` action (one process, every probe in a
 fixed order); each layer says, per probe, the exact errno it answers with (see each layer's
-``attack_answers``). The README's table of attacks is this data.
+``attack_answers``). The table of attacks in docs/proofs.md is this data.
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from infra.config import PROJECT, ConfigError, StackConfig, config_keys, parse_config
+from tests.support.docs import all_text
 from tests.support.engine_config import (
     ConfigValue,
     EngineConfigError,
@@ -29,9 +30,9 @@ def _project_config() -> dict[str, dict]:
     return {key: value for key, value in project_document()["config"].items() if ":" not in key}
 
 
-def _readme_config_commands() -> list[str]:
-    """Every `pulumi config set|rm` of the README: code block lines and inline code alike."""
-    text = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+def _documented_config_commands() -> list[str]:
+    """Every `pulumi config set|rm` of the README and docs/: code block lines and inline code."""
+    text = all_text()
     blocks = re.findall(r"```sh\n(.*?)```", text, flags=re.DOTALL)
     lines = [
         line.strip()
@@ -164,7 +165,7 @@ def test_the_program_stops_on_a_bad_value_before_creating_anything() -> None:
 
 
 def test_the_engine_check_refuses_a_plain_string_for_a_list_key() -> None:
-    # The README once said `pulumi config set layers nono`: the CLI stores a string, and the
+    # The docs once said `pulumi config set layers nono`: the CLI stores a string, and the
     # engine refuses it before the program runs. The port must refuse it the same way.
     values: dict[str, ConfigValue] = {}
     apply_config_command(values, PROJECT, "pulumi config set layers nono")
@@ -193,21 +194,21 @@ def test_every_stack_file_passes_the_engine_type_check_and_the_program(path: Pat
     parse_config({key: value for key, value in raw.items() if ":" not in key})
 
 
-def test_every_config_command_in_the_readme_passes_the_engine_type_check() -> None:
-    commands = _readme_config_commands()
+def test_every_documented_config_command_passes_the_engine_type_check() -> None:
+    commands = _documented_config_commands()
     assert any("--path 'layers[0]'" in command for command in commands), (
-        "the README shows no way to set the list key layers"
+        "the docs show no way to set the list key layers"
     )
     declared = set(_project_config())
     values = stack_file_values(REPO_ROOT / "Pulumi.dev.yaml")
     for command in commands:
         operands = [word for word in shlex.split(command, comments=True)[3:] if word[0] != "-"]
-        assert operands[0].split("[")[0] in declared, f"README sets an undeclared key: {command}"
+        assert operands[0].split("[")[0] in declared, f"the docs set an undeclared key: {command}"
         apply_config_command(values, PROJECT, command)
         try:
             validate("dev", values, project_document())
         except EngineConfigError as refused:
-            pytest.fail(f"the engine refuses the README's `{command}`: {refused}")
+            pytest.fail(f"the engine refuses the docs' `{command}`: {refused}")
 
 
 def test_the_harness_refuses_what_the_engine_refuses() -> None:

@@ -1,6 +1,6 @@
 """`make bench`, small: every section runs and prints its figures beside their goals, and the
 cases at once all pass and share nothing. The figures themselves are not judged here: they
-depend on the machine and its load (the README's performance section)."""
+depend on the machine and its load (docs/performance.md)."""
 
 from __future__ import annotations
 

@@ -198,13 +198,13 @@ def _subclasses(cls: type) -> set[type]:
     return found
 
 
-def test_the_readme_lists_every_exit_code_and_no_other() -> None:
+def test_the_docs_list_every_exit_code_and_no_other() -> None:
     """The table's codes are exactly those the command line can end with: 0, each error
     class's code, and 128 plus each stop signal."""
     import app.controller.cli  # noqa: F401  (imports every error class the run can raise)
 
-    readme = (REPO_ROOT / "README.md").read_text()
-    table = readme.split("Exit codes, and what the one line on stderr says:")[1].split("\n\n")[1]
+    page = (REPO_ROOT / "docs" / "command-line.md").read_text()
+    table = page.split("Exit codes, and what the one line on stderr says:")[1].split("\n\n")[1]
     listed = {int(row.split("|")[1]) for row in table.splitlines()[2:]}
     codes = {0} | {cls.exit_code for cls in _subclasses(AnalystError)}
     codes |= {128 + each for each in STOP_SIGNALS}

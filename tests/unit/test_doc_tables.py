@@ -1,5 +1,5 @@
-"""The README's table of attacks and its list of redundant elements are the code's: each row
-is rendered from the data the run checks against."""
+"""The table of attacks and the list of redundant elements in docs/proofs.md are the code's:
+each row is rendered from the data the run checks against."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from app.tools.bubblewrap.attack_answers import ANSWERS as BWRAP
 from app.tools.nono import accounting as nono_accounting
 from app.tools.nono.attack_answers import ANSWERS as NONO
 
-README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
+PROOFS = (REPO_ROOT / "docs" / "proofs.md").read_text(encoding="utf-8")
 
 
 def attack_rows() -> list[str]:
@@ -42,14 +42,14 @@ def redundant_rows() -> list[str]:
     return rows
 
 
-def test_the_readme_lists_every_attack_with_each_layers_errno() -> None:
-    missing = [row for row in attack_rows() if row not in README]
-    assert not missing, "README rows differ from the code:\n" + "\n".join(missing)
+def test_the_proofs_page_lists_every_attack_with_each_layers_errno() -> None:
+    missing = [row for row in attack_rows() if row not in PROOFS]
+    assert not missing, "docs/proofs.md rows differ from the code:\n" + "\n".join(missing)
 
 
-def test_the_readme_lists_every_redundant_element_with_its_reason() -> None:
-    missing = [row for row in redundant_rows() if row not in README]
-    assert not missing, "README rows differ from the code:\n" + "\n".join(missing)
+def test_the_proofs_page_lists_every_redundant_element_with_its_reason() -> None:
+    missing = [row for row in redundant_rows() if row not in PROOFS]
+    assert not missing, "docs/proofs.md rows differ from the code:\n" + "\n".join(missing)
 
 
 if __name__ == "__main__":
