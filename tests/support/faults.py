@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,20 +115,26 @@ def start_controller(
     work: Path | None = None,
     out: Path | None = None,
     pause_at: Sequence[str] = (),
+    entry_module: str = "",
+    entry_env: Mapping[str, str] | None = None,
 ) -> Controller:
     """Starts one run whose output goes to files under ``base``; ``command`` wraps it (for a
     private mount namespace, say). With ``pause_at`` (patterns for check lines) the run holds
-    still right after printing each, in turn, until ``resume`` (see paused.py)."""
+    still right after printing each, in turn, until ``resume`` (see paused.py). With
+    ``entry_module`` (a module of tests/, such as support.hostile) that module is the entry
+    point instead of the controller's own, given ``entry_env`` besides the environment."""
     work = work or base / "work"
     out = out or base / "out"
     stdout, stderr = base / "stdout.log", base / "stderr.log"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", **(entry_env or {})}
     entry = ["-m", "app.controller"]
     if pause_at:
-        entry = ["-m", "support.paused"]
-        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "tests"), str(REPO_ROOT)])
+        entry_module = "support.paused"
         env["ANALYST_TEST_PAUSE_AT"] = "\n".join(pause_at)
         env["ANALYST_TEST_RESUME_FILE"] = str(base / "resume")
+    if entry_module:
+        entry = ["-m", entry_module]
+        env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "tests"), str(REPO_ROOT)])
     argv = [
         *command,
         sys.executable,

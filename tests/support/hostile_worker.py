@@ -1,0 +1,225 @@
+"""A hostile tool process for the tests, staged as the worker package's ``__init__``: the first of
+the worker's code that any tool process runs, before the worker's prologue has set one limit.
+
+Test-only, standard library only: it runs on the system interpreter inside each layer's
+sandbox, and as the unconfined control. It reads its plan (``hostile_plan.json``, staged beside
+it by support/hostile.py), works out which process it is (a role, or the control), and does
+the attack of the first step that names that process and its action. An attack either ends the
+process and never returns, or returns, and the genuine worker then runs the action as always.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import sys
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+PLAN_FILE = "hostile_plan.json"
+ROLES = ("reader", "evaluator", "writer")
+# Each role's output files (app/core/run_tree.py's OUTPUT_FILES: the worker imports nothing of
+# the app, and neither does this).
+OUTPUT_FILES = {
+    "reader": ("check.txt",),
+    "evaluator": ("comparison.json", "check.txt"),
+    "writer": ("comparison.json", "draft.txt", "check.txt"),
+}
+# Where a bubblewrap role finds the staged code; its hostname names the role.
+BWRAP_CODE = "/opt/analyst/"
+RESULT_PREFIX = b"ANALYST_RESULT "
+BLOCK = 65536
+
+
+def whoami() -> str:
+    """The role this process runs as, or ``control`` for the unconfined control."""
+    if __file__.startswith(BWRAP_CODE):
+        # bubblewrap: the role's output files, all the controller made for it, are its own.
+        made = frozenset(os.listdir("/output"))
+        return next(role for role in ROLES if made == frozenset(OUTPUT_FILES[role]))
+    # nono: a role may open its own output files and no other role's; the control opens all.
+    run = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "run")
+    opened = []
+    for role in ROLES:
+        try:
+            os.close(os.open(os.path.join(run, role, "out", "check.txt"), os.O_RDONLY))
+        except OSError:
+            continue
+        opened.append(role)
+    return opened[0] if len(opened) == 1 else "control"
+
+
+def action_of(argv: list[str]) -> str:
+    """The action on the worker's command line, after the prologue's options."""
+    rest = list(argv)
+    while rest[:1] and rest[0].startswith("--"):
+        rest = rest[2:]
+    return rest[0] if rest else ""
+
+
+def run_dir() -> str:
+    """The run directory, as the unconfined control names it."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.join(top, "run")
+
+
+# --- attacks ----------------------------------------------------------------------------------
+
+
+def flood(fd: int, prefix: bytes) -> None:
+    """Writes without end, and without a newline: one endless line."""
+    os.write(fd, prefix)
+    block = b"x" * BLOCK
+    while True:
+        os.write(fd, block)
+
+
+def flood_stdout(args: dict[str, Any]) -> None:
+    flood(1, RESULT_PREFIX + b'{"action": "')
+
+
+def flood_stderr(args: dict[str, Any]) -> None:
+    flood(2, b"")
+
+
+def hold_output(args: dict[str, Any]) -> None:
+    """Leaves a process of its own session behind holding stdout and stderr, then lets the
+    genuine action run and end."""
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            time.sleep(float(args.get("seconds", 600)))
+        os._exit(0)
+    os.wait()
+
+
+def plant(args: dict[str, Any]) -> None:
+    """Leaves things in the reader's output directory for the controller to meet (the
+    unconfined control can write there: the directory belongs to the tool's uid)."""
+    where = os.path.join(run_dir(), "reader", "out")
+    for kind in args["kinds"]:
+        PLANTS[kind](where)
+
+
+def _fifo(where: str) -> None:
+    os.mkfifo(os.path.join(where, "pipe"))
+
+
+def _zero_link(where: str) -> None:
+    os.symlink("/dev/zero", os.path.join(where, "zero"))
+
+
+def _dangling_link(where: str) -> None:
+    os.symlink(os.path.join(where, "nothing-here"), os.path.join(where, "dangling"))
+
+
+def _unreadable_file(where: str) -> None:
+    path = os.path.join(where, "unreadable")
+    with open(path, "wb") as handle:
+        handle.write(b"unreadable")
+    os.chmod(path, 0)
+
+
+def _unreadable_dir(where: str) -> None:
+    path = os.path.join(where, "closed")
+    os.mkdir(path)
+    with open(os.path.join(path, "inside"), "wb") as handle:
+        handle.write(b"inside a closed folder")
+    os.chmod(path, 0)
+
+
+def _deep(where: str) -> None:
+    """1,100 nested folders, made one level at a time relative to the last (no long paths)."""
+    fd = os.open(where, os.O_RDONLY | os.O_DIRECTORY)
+    for _ in range(1100):
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    with open(os.open("leaf", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "wb") as leaf:
+        leaf.write(b"at the bottom")
+    os.close(fd)
+
+
+FORGED_NAME = "x\n\x1b[32mPASS every secret is gone\x1b[0m\n"
+
+
+def _forged_name(where: str) -> None:
+    with open(os.path.join(where, FORGED_NAME), "wb") as handle:
+        handle.write(b"a file with a forged name")
+
+
+PLANTS: dict[str, Callable[[str], None]] = {
+    "fifo": _fifo,
+    "zero-link": _zero_link,
+    "dangling-link": _dangling_link,
+    "unreadable-file": _unreadable_file,
+    "unreadable-dir": _unreadable_dir,
+    "deep": _deep,
+    "forged-name": _forged_name,
+}
+
+
+def say(args: dict[str, Any]) -> None:
+    """Writes ``args["stderr"]`` to stderr and exits ``args["exit"]`` with no result line."""
+    os.write(2, str(args["stderr"]).encode("utf-8", "surrogateescape"))
+    os._exit(int(args.get("exit", 1)))
+
+
+def answer(args: dict[str, Any]) -> None:
+    """Writes ``args["line"]`` (a whole result line, or any text) to stdout and exits 0."""
+    os.write(1, str(args["line"]).encode("utf-8", "surrogateescape"))
+    os._exit(0)
+
+
+def report(args: dict[str, Any]) -> None:
+    """Shows that this code ran, where, and before the prologue: exits 3 saying so."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    said = f"hostile worker ran as {whoami()} for {action_of(sys.argv[1:])}: RLIMIT_FSIZE {soft}"
+    os.write(2, said.encode() + b"\n")
+    os._exit(3)
+
+
+def passthrough(args: dict[str, Any]) -> None:
+    """Does nothing: the genuine worker runs."""
+
+
+ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
+    "flood-stdout": flood_stdout,
+    "flood-stderr": flood_stderr,
+    "hold-output": hold_output,
+    "plant": plant,
+    "say": say,
+    "answer": answer,
+    "report": report,
+    "passthrough": passthrough,
+}
+
+
+def matches(step: dict[str, Any], who: str, action: str) -> bool:
+    return step.get("role", "any") in ("any", who) and step.get("action", "any") in (
+        "any",
+        action,
+    )
+
+
+def take_over() -> None:
+    plan_path = os.path.join(os.path.dirname(os.path.abspath(__file__)), PLAN_FILE)
+    with open(plan_path, encoding="utf-8") as source:
+        steps: list[dict[str, Any]] = json.load(source)
+    who, action = whoami(), action_of(sys.argv[1:])
+    for step in steps:
+        if matches(step, who, action):
+            ATTACKS[step["attack"]](dict(step.get("args", {})))
+            return
+
+
+# Staged, this file is the package analyst_worker itself; imported as a module of tests/ (by a
+# type checker, say) it does nothing.
+if __name__ == "analyst_worker":
+    take_over()
