@@ -18,6 +18,13 @@ from app.core.ids import ID_PATTERN, is_valid_id
 from app.core.roles import Layer
 
 from .cluster_checks import MIN_KUBERNETES
+from .config_rules import (
+    cluster_name_problem,
+    image_reference_problem,
+    namespace_problem,
+    nearest,
+    version_problem,
+)
 from .targets import RuntimeTarget
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -70,9 +77,9 @@ class StackConfig(BaseModel):
 
     region: str = "us-west-2"
     cluster_mode: ClusterMode = Field(ClusterMode.EXISTING, alias="clusterMode")
-    cluster_name: str = Field("procurement-analyst", alias="clusterName", min_length=1)
+    cluster_name: str = Field("procurement-analyst", alias="clusterName")
     kubernetes_version: str = Field("1.36", alias="kubernetesVersion")
-    namespace: str = Field("procurement-analyst", max_length=63)
+    namespace: str = "procurement-analyst"
     case_id: str = Field("rfp-001", alias="caseId")
     model_id: str = Field("global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId")
     layers: tuple[Layer, ...] = (Layer.BUBBLEWRAP, Layer.NONO)
@@ -99,12 +106,20 @@ class StackConfig(BaseModel):
             )
         return value
 
+    @field_validator("cluster_name")
+    @classmethod
+    def _cluster_name(cls, value: str) -> str:
+        return _accept(value, cluster_name_problem(value))
+
     @field_validator("namespace")
     @classmethod
     def _namespace(cls, value: str) -> str:
-        if not re.fullmatch(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?", value):
-            raise ValueError("must be a DNS-1123 label: lower-case letters, digits and '-'")
-        return value
+        return _accept(value, namespace_problem(value))
+
+    @field_validator("analyst_image", "supplier_image")
+    @classmethod
+    def _image(cls, value: str) -> str:
+        return _accept(value, image_reference_problem(value) if value else "")
 
     @field_validator("case_id")
     @classmethod
@@ -128,11 +143,7 @@ class StackConfig(BaseModel):
     @field_validator("kubernetes_version")
     @classmethod
     def _kubernetes_version(cls, value: str) -> str:
-        match = re.fullmatch(r"(\d+)\.(\d+)", value)
-        if not match or (int(match[1]), int(match[2])) < MIN_KUBERNETES:
-            floor = ".".join(map(str, MIN_KUBERNETES))
-            raise ValueError(f"must be a MAJOR.MINOR version of at least {floor}")
-        return value
+        return _accept(value, version_problem(value, MIN_KUBERNETES))
 
     @field_validator("layers")
     @classmethod
@@ -218,7 +229,18 @@ class StackConfig(BaseModel):
                 raise ValueError(
                     f"imageMode prebuilt needs {' and '.join(missing)} set to an image reference"
                 )
+        elif self.analyst_image or self.supplier_image:
+            raise ValueError(
+                "analystImage and supplierImage apply to imageMode prebuilt only: imageMode "
+                "build builds both images"
+            )
         return self
+
+
+def _accept(value: str, problem: str) -> str:
+    if problem:
+        raise ValueError(problem)
+    return value
 
 
 class ConfigError(Exception):
@@ -235,10 +257,24 @@ def _describe(error: ErrorDetails) -> str:
     if error["type"] == "enum":
         message = f"allowed values are {error.get('ctx', {}).get('expected')}"
     elif error["type"] == "extra_forbidden":
-        message = f"unknown key; known keys are {', '.join(config_keys().values())}"
+        known = list(config_keys().values())
+        guess = nearest(str(loc[0]), known)
+        hint = f"; did you mean {guess}?" if guess else ""
+        message = f"unknown key{hint} (known keys: {', '.join(known)})"
     else:
         message = error["msg"].removeprefix("Value error, ")
-    return f"{PROJECT}:{key}: {message} (got {error.get('input')!r})"
+    return f"{PROJECT}:{key}: {message} (got {_shown(error.get('input'))})"
+
+
+# A value is quoted back whole up to this length; a longer one is cut and its length given.
+SHOWN_CHARACTERS = 80
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if len(text) <= SHOWN_CHARACTERS:
+        return text
+    return f"{text[:SHOWN_CHARACTERS]}... ({len(str(value))} characters)"
 
 
 def parse_config(raw: dict[str, Any]) -> StackConfig:
@@ -272,5 +308,11 @@ def load_config() -> StackConfig:
     for field, key in config_keys().items():
         value = config.get_object(key) if field in LIST_FIELDS else config.get(key)
         if value is not None:
+            raw[key] = value
+    # The language host hands the program the stack's whole config as PULUMI_CONFIG: a key of
+    # this project that no field reads (a typo such as `regoin`) is refused, never ignored.
+    for full_key, value in pulumi.runtime.get_config_env().items():
+        key = str(full_key).removeprefix(f"{PROJECT}:")
+        if str(full_key).startswith(f"{PROJECT}:") and key not in raw:
             raw[key] = value
     return parse_config(raw)

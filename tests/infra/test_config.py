@@ -21,7 +21,14 @@ from tests.support.engine_config import (
     stack_file_values,
     validate,
 )
-from tests.support.stack_run import REPO_ROOT, run_failing, run_stack
+from tests.support.stack_run import (
+    CREATE_MODE,
+    CREATE_WORLD,
+    PREBUILT,
+    REPO_ROOT,
+    run_failing,
+    run_stack,
+)
 
 STACK_FILES = sorted(REPO_ROOT.glob("Pulumi.*.yaml"))
 
@@ -132,7 +139,7 @@ def test_the_dev_stack_is_valid() -> None:
             "procurement-analyst:bucketVersioning: Input should be a valid boolean",
         ),
         (
-            {"imageMode": "prebuilt", "analystImage": "repo/analyst@sha256:1"},
+            {"imageMode": "prebuilt", "analystImage": "repo/analyst@sha256:" + "1" * 64},
             "imageMode prebuilt needs supplierImage",
         ),
         ({"clusterMode": "create"}, "clusterMode create needs vpcId"),
@@ -222,3 +229,67 @@ def test_a_yaml_list_reaches_the_program_as_a_list() -> None:
     assert [j["inputs"]["metadata"]["labels"]["procurement-analyst/layer"] for j in jobs] == [
         "nono"
     ]
+
+
+# --- every value checked where it ends up, before the first resource -----------------------
+
+BAD_VALUES: list[tuple[dict[str, object], str]] = [
+    (
+        {**CREATE_MODE, "clusterName": "bad name/../x"},
+        "procurement-analyst:clusterName: must be an EKS cluster name",
+    ),
+    ({"clusterName": "bad name!"}, "procurement-analyst:clusterName: must be an EKS cluster name"),
+    ({"clusterName": "c" * 300}, "(300 characters)"),
+    (
+        {**PREBUILT, "analystImage": "not an image ref!!"},
+        "procurement-analyst:analystImage: must be an image reference",
+    ),
+    (
+        {**PREBUILT, "supplierImage": "registry.example/supplier\nx"},
+        "procurement-analyst:supplierImage: must be an image reference",
+    ),
+    (
+        {**PREBUILT, "analystImage": "Registry/Analyst:1"},
+        "procurement-analyst:analystImage: must be an image reference",
+    ),
+    (
+        {"analystImage": PREBUILT["analystImage"]},
+        "analystImage and supplierImage apply to imageMode prebuilt only",
+    ),
+    (
+        {**CREATE_MODE, "kubernetesVersion": "01.036"},
+        "procurement-analyst:kubernetesVersion: must be a MAJOR.MINOR version of at least 1.36",
+    ),
+    ({"namespace": "kube-system"}, "procurement-analyst:namespace: is a namespace Kubernetes"),
+    ({"namespace": "default"}, "procurement-analyst:namespace: is a namespace Kubernetes"),
+    ({"namespace": "n" * 64}, "procurement-analyst:namespace: must be a DNS-1123 label"),
+    ({"caseID": "rfp-001"}, "procurement-analyst:caseID: unknown key; did you mean caseId?"),
+    ({"regoin": "us-east-1"}, "procurement-analyst:regoin: unknown key; did you mean region?"),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"), BAD_VALUES, ids=[expected[:40] for _, expected in BAD_VALUES]
+)
+def test_a_bad_value_stops_the_program_before_it_registers_any_resource(
+    config: dict[str, object], expected: str
+) -> None:
+    world = CREATE_WORLD if config.get("clusterMode") == "create" else None
+    failure = run_failing(world=world, **config)
+    assert "ConfigError: invalid stack configuration" in failure.stderr
+    assert expected in failure.stderr
+    assert "registered 0 resources before it stopped" in failure.stderr
+
+
+@pytest.mark.parametrize(
+    "reference",
+    [
+        "analyst",
+        "registry.example:5000/team/analyst:v1.2",
+        "111122223333.dkr.ecr.us-west-2.amazonaws.com/analyst@sha256:" + "a" * 64,
+        "localhost/a_b__c---d:latest@sha256:" + "0" * 64,
+    ],
+)
+def test_a_valid_image_reference_is_accepted(reference: str) -> None:
+    config = parse_config({**PREBUILT, "analystImage": reference})
+    assert config.analyst_image == reference

@@ -20,6 +20,7 @@ import argparse
 import base64
 import json
 import logging
+import os
 import runpy
 import sys
 from dataclasses import asdict, dataclass, field
@@ -322,7 +323,10 @@ def run_program(
         key if ":" in key else f"{name}:{key}": ConfigValue.from_yaml(value)
         for key, value in config.items()
     }
-    pulumi.runtime.set_all_config(program_config(stack, values, project))
+    seen = program_config(stack, values, project)
+    pulumi.runtime.set_all_config(seen)
+    # The Python language host hands the program its whole config in this variable too.
+    os.environ["PULUMI_CONFIG"] = json.dumps(seen)
     region = str(config.get("region", "us-west-2"))
     monitor = RecordingMonitor(ProgramMocks(region, world or World(), preview))
     logs = _LogRecorder()
@@ -333,7 +337,11 @@ def run_program(
         monitor.mocks, project=name, stack=stack, preview=preview, monitor=monitor, logger=logger
     )
     program = PROJECT_FILE.parent / project["main"] / "__main__.py"
-    _sync_await(run_pulumi_func(lambda: _run(str(program))))
+    try:
+        _sync_await(run_pulumi_func(lambda: _run(str(program))))
+    except Exception as error:
+        made = [r for r in monitor.recorded if r.custom and not r.type.startswith("pulumi:")]
+        raise ProgramFailed(error, len(monitor.recorded), len(made)) from error
     root = pulumi.runtime.get_root_resource()
     outputs = {key: _resolve(value) for key, value in getattr(root, "outputs", {}).items()}
     return {
@@ -342,6 +350,16 @@ def run_program(
         "outputs": outputs,
         "logs": logs.lines,
     }
+
+
+class ProgramFailed(Exception):
+    """The program (or the engine's config check) stopped; how many resources it registered."""
+
+    def __init__(self, error: Exception, registered: int, made: int) -> None:
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.registered = registered
+        # Resources a provider would create or read (not providers, not components).
+        self.made = made
 
 
 def _run(program: str) -> None:
@@ -367,8 +385,20 @@ def main(argv: list[str] | None = None) -> int:
             preview=options.preview,
             world=World(**world_fields),
         )
+    except ProgramFailed as failed:
+        print(failed, file=sys.stderr)
+        print(
+            f"registered {failed.registered} resources before it stopped, {failed.made} of them "
+            "provider resources",
+            file=sys.stderr,
+        )
+        return 2
     except Exception as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        print(
+            "registered 0 resources before it stopped, 0 of them provider resources",
+            file=sys.stderr,
+        )
         return 2
     json.dump(result, sys.stdout, indent=1, sort_keys=True)
     return 0
