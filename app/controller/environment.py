@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR)
 # The model's module imports Strands, a fifth of a second of the controller's start: it is
 # imported when a run is under way (load_model_library), never for --help, doctor or bad input.
-MODEL_MODULE: Final = "app.controller.model"
+MODEL_MODULE: Final = "app.controller.agent_turn"
 
 
 def load_model_library() -> None:
@@ -57,15 +57,15 @@ def load_model_library() -> None:
 
 
 def offline_model() -> Model:
-    from app.controller.model import OfflineModel
+    from app.controller.agent_turn import OfflineModel
 
     return OfflineModel()
 
 
 def bedrock_model(model_id: str, region: str) -> Model:
-    from app.controller import model
+    from app.controller import agent_turn
 
-    return model.bedrock_model(model_id, region)
+    return agent_turn.bedrock_model(model_id, region)
 
 
 # A supplier API key is a few dozen bytes; the file is bounded like every other input.

@@ -155,14 +155,14 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     work_base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The gate is live in the run: a model that picks Harbor stops it with no report."""
-    from app.controller import model
+    from app.controller import agent_turn
     from app.controller.gates import Recommendation
 
     def harbor(evidence: dict) -> Recommendation:  # type: ignore[type-arg]
         keys = " ".join(f"`{s['store_key']}`" for s in evidence["suppliers"])
         return Recommendation(recommended_supplier="harbor", analysis=f"Harbor is cheapest. {keys}")
 
-    monkeypatch.setattr(model, "offline_analysis", harbor)
+    monkeypatch.setattr(agent_turn, "offline_analysis", harbor)
     stream = io.StringIO()
     options = RunOptions(
         layer=Layer.BUBBLEWRAP,

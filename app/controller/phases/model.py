@@ -53,7 +53,7 @@ def model_turn(
     checks, case = run.checks, run.case
     checks.begin("model")
     # Imported here, not with this module: see environment.MODEL_MODULE.
-    from app.controller.model import run_model_turn
+    from app.controller.agent_turn import run_model_turn
 
     answer, record = run_model_turn(model.make(), evidence_for_model(run, stored, comparison))
     checks.require(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from app.controller.model import OfflineModel, run_model_turn
+from app.controller.agent_turn import OfflineModel, run_model_turn
 
 EVIDENCE = {
     "case_id": "rfp-001",
