@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.controller.environment import Services
-from app.controller.report import KeyLeak, scan_directory, write_scanned
+from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
 from app.core.files import json_bytes
 from app.core.run import Run
 

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from app.controller.comparison import Comparison
 from app.controller.environment import Services
 from app.controller.phases.model import CheckedAnswer
-from app.controller.report import KeyLeak, render_recommendation, write_scanned
+from app.controller.recommendation import render_recommendation
+from app.controller.secret_scan import KeyLeak, write_scanned
 from app.core.files import json_bytes
 from app.core.run import Run
 
