@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.correlation import correlate
+from app.controller.call_correlation import correlate
 from app.controller.environment import read_supplier_key
 from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.supplier_client import SupplierClient

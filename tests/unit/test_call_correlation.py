@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.controller.correlation import correlate
+from app.controller.call_correlation import correlate
 
 RUN = "run0123"
 
