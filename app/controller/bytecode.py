@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-from app.controller.services.tether import tethered
+from app.controller.services.die_with_controller import dying_with_controller
 from app.core.errors import RunStopped
 from app.core.run_tree import INTERPRETER, WORKER_PACKAGE
 
@@ -29,7 +29,7 @@ class WorkerBytecode:
         self._process: subprocess.Popen[bytes] | None = subprocess.Popen(
             # -I: nothing from the environment or a site directory changes what is compiled.
             # Tied to the controller's life, so it never writes into a tree being removed.
-            tethered([INTERPRETER, "-I", "-m", "compileall", "-q", str(self.package)]),
+            dying_with_controller([INTERPRETER, "-I", "-m", "compileall", "-q", str(self.package)]),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

@@ -1,5 +1,6 @@
 """The pieces of a run's life, one at a time: the report folder's claim and its one-step fill,
-the sweep of dead runs' trees, the guardian, and the tether that ties a service to its parent."""
+the sweep of dead runs' trees, the guardian, and the start that makes a service die with its
+parent."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from app.controller.guardian import Guardian
 from app.controller.output import OutClaim, OutNotWritten, OutUnusable, check_target
-from app.controller.services.tether import tethered
+from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.workdir import RUN_LOCK, claimed_run, sweep_dead_runs
 from app.core.run_tree import ToolIdentity
 
@@ -161,7 +162,7 @@ def test_a_work_directory_another_run_made_first_is_used_as_it_is(
     assert os.stat(base).st_mode & 0o777 == 0o711
 
 
-# --- the guardian and the tether ------------------------------------------------------------
+# --- the guardian and dying with the controller ---------------------------------------------
 
 
 def test_the_guardian_removes_what_a_dead_controller_left(tmp_path: Path) -> None:
@@ -209,12 +210,12 @@ def _wait_gone(pid: int) -> None:
     raise AssertionError(f"process {pid} still runs")
 
 
-def test_a_tethered_service_dies_with_its_parent() -> None:
+def test_a_service_started_dying_with_its_parent_does() -> None:
     """The parent is killed outright; the service (sleep) goes with it, by PR_SET_PDEATHSIG."""
     script = (
         "import subprocess, sys, os\n"
-        "from app.controller.services.tether import tethered\n"
-        "child = subprocess.Popen(tethered(['/usr/bin/sleep', '300']))\n"
+        "from app.controller.services.die_with_controller import dying_with_controller\n"
+        "child = subprocess.Popen(dying_with_controller(['/usr/bin/sleep', '300']))\n"
         "print(child.pid, flush=True)\n"
         "import time; time.sleep(0.5)\n"
         "os.kill(os.getpid(), 9)\n"
@@ -224,7 +225,7 @@ def test_a_tethered_service_dies_with_its_parent() -> None:
     _wait_gone(int(done.stdout))
 
 
-def test_the_tether_runs_the_service_itself() -> None:
-    argv = tethered(["/usr/bin/printf", "%s", "served"])
+def test_dying_with_controller_runs_the_service_itself() -> None:
+    argv = dying_with_controller(["/usr/bin/printf", "%s", "served"])
     assert argv[:2] == [sys.executable, "-I"]
     assert subprocess.run(argv, capture_output=True, text=True).stdout == "served"

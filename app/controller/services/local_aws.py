@@ -40,9 +40,9 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 from botocore.loaders import Loader, create_loader
 
+from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import SeedCase
-from app.controller.services.tether import tethered
 from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
 from app.core.errors import RunStopped
@@ -159,7 +159,7 @@ def start_moto_server(
             # controller's to handle), and working in its own state directory, which names the
             # run it belongs to.
             process = subprocess.Popen(
-                tethered([*_moto_program(), str(listener.fileno())]),
+                dying_with_controller([*_moto_program(), str(listener.fileno())]),
                 env=env,
                 cwd=state_dir,
                 stdin=subprocess.DEVNULL,

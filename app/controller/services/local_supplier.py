@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.services.pki import generate_run_pki
 from app.controller.services.processes import stop_process
-from app.controller.services.tether import tethered
 from app.core.endpoints import SupplierEndpoint
 from app.core.errors import RunStopped
 from app.core.repo import REPO_ROOT
@@ -129,7 +129,9 @@ class LocalSupplierService:
             # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is
             # the controller's to handle).
             self._process = subprocess.Popen(
-                tethered(self._command(cert, self._server_key, self._key_file, self._ready)),
+                dying_with_controller(
+                    self._command(cert, self._server_key, self._key_file, self._ready)
+                ),
                 cwd=REPO_ROOT,
                 env=env,
                 stdin=subprocess.DEVNULL,
