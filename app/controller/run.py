@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Final, TextIO
 
 from app.controller.bytecode import WorkerBytecode
+from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
-from app.controller.guardian import Guardian, remove
 from app.controller.guest import read_guest
 from app.controller.layers import LayerFactory, shipped_layer, work_dir_conflicts
 from app.controller.output import OutClaim, OutTarget, check_parent, check_target
@@ -128,7 +128,7 @@ def prepared_run(
 ) -> Iterator[PreparedRun]:
     """Claims --out and a run tree, starts the services and builds the run object; on exit,
     however the block ends, stops the services and removes the secrets, the unfinished report
-    and (unless kept) the tree. A guardian process does the same if the controller dies."""
+    and (unless kept) the tree. A clean-up process does the same if the controller dies."""
     options, stream = plan.options, stream or sys.stdout
     clock = clock or PhaseClock()
     clock.enter("services")
@@ -139,9 +139,10 @@ def prepared_run(
         # The report folder is claimed first: a folder that cannot be written is bad input,
         # refused before anything else starts.
         stack.enter_context(out)
-        # Whatever the controller's own clean-up leaves, however it ends, the guardian takes.
+        # Whatever the controller's own clean-up leaves, however it ends, the clean-up process
+        # takes.
         secrets = RunPaths(plan.run_id, plan.top).secrets
-        stack.enter_context(Guardian([secrets, out.staging, tree_end]))
+        stack.enter_context(CleanupProcess([secrets, out.staging, tree_end]))
         paths = stack.enter_context(
             claimed_run(
                 plan.work_base,

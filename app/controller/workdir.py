@@ -69,7 +69,8 @@ def check_work_base(base: Path, conflicts: Mapping[PurePosixPath, str]) -> Path:
 
 
 def _remove_tree(path: Path) -> None:
-    """Removes a tree whose parts may already be going (the guardian removes the same paths)."""
+    """Removes a tree whose parts may already be going (the clean-up process removes the same
+    paths)."""
 
     def tolerate_gone(
         function: object, name: str, info: tuple[type[BaseException], BaseException, object]

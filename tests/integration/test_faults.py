@@ -73,8 +73,8 @@ def assert_nothing_left(controller: Controller, base: Path, *, out: Path | None 
     ids=["services up", "mid boundary", "secrets gone", "reporting"],
 )
 def test_a_controller_killed_with_sigkill_leaves_nothing(point: str, base: Path) -> None:
-    """No handler runs on SIGKILL: the services die with it (PR_SET_PDEATHSIG) and the guardian
-    removes the secrets, the unfinished report and the tree."""
+    """No handler runs on SIGKILL: the services die with it (PR_SET_PDEATHSIG) and the clean-up
+    process removes the secrets, the unfinished report and the tree."""
     # Held first where the secret files are on disk, to learn them; then at the point.
     pauses = [SERVICES_UP] if point == SERVICES_UP else [SERVICES_UP, point]
     controller = start_controller(base, pause_at=pauses)
@@ -101,14 +101,14 @@ def test_a_killed_run_kept_for_inspection_keeps_its_tree_without_secrets(base: P
 
 
 def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: Path) -> None:
-    """Its guardian killed first, a dead run's tree (secrets included) stays behind; the next
-    run in the same work directory finds its lock free, removes it, and says so."""
+    """Its clean-up process killed first, a dead run's tree (secrets included) stays behind; the
+    next run in the same work directory finds its lock free, removes it, and says so."""
     dead = start_controller(base, pause_at=[SERVICES_UP])
     dead.wait_paused()
     dead.remember_secrets()
     tree = dead.run_tree()
-    (guardian,) = [p for p in processes_of(dead.work) if "guardian.py" in p]
-    os.kill(int(guardian.split(":")[0]), signal.SIGKILL)
+    (cleanup,) = [p for p in processes_of(dead.work) if "cleanup_process.py" in p]
+    os.kill(int(cleanup.split(":")[0]), signal.SIGKILL)
     dead.kill(signal.SIGKILL)
     assert settle(lambda: processes_of(dead.work)) == []
     assert (tree / "secrets").is_dir(), "the unguarded tree should still be there"

@@ -211,8 +211,8 @@ def secret_leftovers(roots: Iterable[Path], secrets: dict[str, bytes]) -> list[s
 
 def settle(check: object, timeout: float = SETTLE_TIMEOUT_SECONDS) -> list[str]:
     """Polls ``check`` (returning a list of problems) until it returns none or time runs out;
-    returns the last problems seen. For what a dead controller's guardian and the kernel clean
-    up after it, which happens just after the controller's own exit."""
+    returns the last problems seen. For what a dead controller's clean-up process and the kernel
+    clean up after it, which happens just after the controller's own exit."""
     assert callable(check)
     deadline = time.monotonic() + timeout
     while True:

@@ -2,9 +2,9 @@
 with exit 2 and a message naming what is wrong, before anything of a run exists.
 
 Each row runs the real command line in this process. The local and cluster services and the
-run's guardian are replaced by tripwires, so a row whose input got as far as starting anything
-fails; and every file under the row's own folder is listed before and after, so a row that left
-anything behind (a run tree, a report folder, a staging folder) fails too.
+run's clean-up process are replaced by tripwires, so a row whose input got as far as starting
+anything fails; and every file under the row's own folder is listed before and after, so a row
+that left anything behind (a run tree, a report folder, a staging folder) fails too.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from app.controller import cli
+from app.controller.cleanup_process import CleanupProcess
 from app.controller.environment import ClusterMode, LocalMode
-from app.controller.guardian import Guardian
 from app.core import cluster_env
 from app.core.repo import SAMPLE_CASE
 from tests.support.input_folder import (
@@ -61,14 +61,14 @@ def folder() -> Iterator[Folder]:
 
 @pytest.fixture
 def tripwires(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing may start: no service, local or cluster, and no guardian."""
+    """Nothing may start: no service, local or cluster, and no clean-up process."""
 
     def started(*args: object, **kwargs: object) -> None:
         raise AssertionError("a row got as far as starting something")
 
     monkeypatch.setattr(LocalMode, "start", started)
     monkeypatch.setattr(ClusterMode, "start", started)
-    monkeypatch.setattr(Guardian, "__enter__", started)
+    monkeypatch.setattr(CleanupProcess, "__enter__", started)
 
 
 def _listing(base: Path) -> set[str]:

@@ -1,6 +1,6 @@
 """The pieces of a run's life, one at a time: the report folder's claim and its one-step fill,
-the sweep of dead runs' trees, the guardian, and the start that makes a service die with its
-parent."""
+the sweep of dead runs' trees, the clean-up process, and the start that makes a service die
+with its parent."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.guardian import Guardian
+from app.controller.cleanup_process import CleanupProcess
 from app.controller.output import OutClaim, OutNotWritten, OutUnusable, check_target
 from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.workdir import RUN_LOCK, claimed_run, sweep_dead_runs
@@ -162,28 +162,28 @@ def test_a_work_directory_another_run_made_first_is_used_as_it_is(
     assert os.stat(base).st_mode & 0o777 == 0o711
 
 
-# --- the guardian and dying with the controller ---------------------------------------------
+# --- the clean-up process and dying with the controller ------------------------------------
 
 
-def test_the_guardian_removes_what_a_dead_controller_left(tmp_path: Path) -> None:
+def test_the_cleanup_process_removes_what_a_dead_controller_left(tmp_path: Path) -> None:
     """The controller's end of the pipe closing is what wakes it, however that happens."""
     secrets, tree = tmp_path / "secrets", tmp_path / "tree"
     for path in (secrets, tree / "deep" / "er"):
         path.mkdir(parents=True)
     (secrets / "key").write_text("k")
-    guardian = Guardian([secrets, tree, tmp_path / "never-made"])
-    with guardian:
+    cleanup = CleanupProcess([secrets, tree, tmp_path / "never-made"])
+    with cleanup:
         assert secrets.exists(), "nothing is removed while the controller lives"
     assert not secrets.exists() and not tree.exists()
 
 
-def test_the_guardian_outlives_its_controller(tmp_path: Path) -> None:
+def test_the_cleanup_process_outlives_its_controller(tmp_path: Path) -> None:
     secrets = tmp_path / "secrets"
     secrets.mkdir()
     script = (
         "import sys, os\n"
-        "from app.controller.guardian import Guardian\n"
-        f"g = Guardian([__import__('pathlib').Path({str(secrets)!r})]).__enter__()\n"
+        "from app.controller.cleanup_process import CleanupProcess\n"
+        f"g = CleanupProcess([__import__('pathlib').Path({str(secrets)!r})]).__enter__()\n"
         "print(g.pid, flush=True)\n"
         "os.kill(os.getpid(), 9)\n"
     )

@@ -5,7 +5,7 @@ Until then they are needed: the boundary checks open the supplier key and the AW
 as controls, and a role's nono proxy reads the key when it starts. After it, nothing reads them
 again: the controller holds the key in memory, boto3 loaded the credentials at start, and the
 supplier API loaded its TLS key before it answered (that file went at once). A run that ends
-earlier, however it ends, loses them in its clean-up or to its guardian.
+earlier, however it ends, loses them in its own clean-up or to its clean-up process.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import errno
 import os
 from pathlib import Path
 
+from app.controller.cleanup_process import remove
 from app.controller.environment import Services
-from app.controller.guardian import remove
 from app.core.run import Run
 
 

@@ -1,14 +1,14 @@
-"""The run's guardian: a small process that removes the run's secrets and unfinished files if the
-controller dies without doing so itself (``kill -9``, the OOM killer, a crash).
+"""The run's clean-up process: a small process that removes the run's secrets and unfinished
+files if the controller dies without doing so itself (``kill -9``, the OOM killer, a crash).
 
 The controller starts it with the paths to remove and keeps the write end of a pipe to it; the
-guardian only reads that pipe. The kernel closes the pipe however the controller ends, so the
-guardian wakes then and removes what is left. After a normal end it finds nothing to remove (the
-controller cleaned up first, and waits for the guardian). It runs in its own session, so a
-Ctrl-C or a hang-up aimed at the controller's terminal does not reach it. Standard library only,
-run by path with ``python -I -S``: it imports nothing of the app, and what only the controller's
-side or a removal needs (subprocess, shutil, typing) is imported there, since the guardian
-starts while the run's services do and takes the same cores.
+process only reads that pipe. The kernel closes the pipe however the controller ends, so the
+process wakes then and removes what is left. After a normal end it finds nothing to remove (the
+controller cleaned up first, and waits for it). It runs in its own session, so a Ctrl-C or a
+hang-up aimed at the controller's terminal does not reach it. Standard library only, run by
+path with ``python -I -S``: it imports nothing of the app, and what only the controller's side
+or a removal needs (subprocess, shutil, typing) is imported there, since the process starts
+while the run's services do and takes the same cores.
 """
 
 from __future__ import annotations
@@ -71,12 +71,12 @@ def main(argv: list[str]) -> int:
         pass
     failures = remove_all([Path(arg) for arg in argv[1:]])
     for failure in failures:
-        print(f"analyst guardian: could not remove {failure}", file=sys.stderr)
+        print(f"analyst clean-up process: could not remove {failure}", file=sys.stderr)
     return 1 if failures else 0
 
 
-class Guardian:
-    """The controller's side: starts the guardian for ``paths`` and, at the end, lets it go."""
+class CleanupProcess:
+    """The controller's side: starts the clean-up process for ``paths``; at the end, lets it go."""
 
     def __init__(self, paths: Sequence[Path]) -> None:
         self.paths = list(paths)
@@ -86,7 +86,7 @@ class Guardian:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def __enter__(self) -> Guardian:
+    def __enter__(self) -> CleanupProcess:
         import subprocess
 
         self._process = subprocess.Popen(
