@@ -10,7 +10,7 @@ import socket
 from datetime import UTC, datetime
 
 from app.controller.guest import readings_in_log
-from app.controller.nitro_compare import Comparison, PodReadings, Verdict, render
+from app.controller.guest_comparison import GuestComparison, PodReadings, Verdict, render
 
 from .pods import PodResult
 from .verdicts import Verdicts
@@ -30,7 +30,7 @@ def compare_guests(analyst: PodResult, ordinary: PodResult, verdicts: Verdicts) 
         return
     analyst_readings, ordinary_readings = found["analyst"], found["ordinary"]
     assert analyst_readings is not None and ordinary_readings is not None
-    comparison = Comparison(
+    comparison = GuestComparison(
         analyst=PodReadings(analyst.name, None, analyst_readings),
         ordinary=PodReadings(ordinary.name, None, ordinary_readings),
         node=f"this machine ({socket.gethostname()})",

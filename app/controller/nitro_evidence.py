@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from app.controller.guest import LINE_PREFIX, readings_in_log
-from app.controller.nitro_compare import Comparison, PodReadings, Verdict, render
+from app.controller.guest_comparison import GuestComparison, PodReadings, Verdict, render
 from app.core import cluster_env
 from app.core.errors import BadInput, RunStopped
 from app.core.roles import Layer
@@ -71,7 +71,7 @@ def _readings(api: Any, namespace: str, pod: Any) -> PodReadings:
     return PodReadings(name, pod.status.start_time, readings)
 
 
-def compare_pods(request: Request, api: Any | None = None) -> Comparison:
+def compare_pods(request: Request, api: Any | None = None) -> GuestComparison:
     api = api or _api(request)
     layer = request.layer.value
     component, layer_label = cluster_env.COMPONENT_LABEL, cluster_env.LAYER_LABEL
@@ -103,7 +103,7 @@ def compare_pods(request: Request, api: Any | None = None) -> Comparison:
             "the stack creates one when its comparisonPod setting is on",
         )
     node_object = api.read_node(node)
-    return Comparison(
+    return GuestComparison(
         analyst=_readings(api, request.namespace, analyst),
         ordinary=_readings(api, request.namespace, ordinary),
         node=node,

@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 
 from app.controller.guest import LINE_PREFIX, read_guest, readings_in_log
-from app.controller.nitro_compare import Comparison, PodReadings, Verdict, render
+from app.controller.guest_comparison import GuestComparison, PodReadings, Verdict, render
 from tests.support.guests import NODE, SANDBOX
 
 NOW = datetime(2026, 11, 30, 10, 2, 0, tzinfo=UTC)
 
 
-def _comparison(analyst: object, ordinary: object) -> Comparison:
-    return Comparison(
+def _comparison(analyst: object, ordinary: object) -> GuestComparison:
+    return GuestComparison(
         analyst=PodReadings(
             "analyst-bubblewrap-1a2b3c-x7k2p",
             datetime(2026, 11, 30, 10, 0, 58, tzinfo=UTC),

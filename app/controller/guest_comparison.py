@@ -32,7 +32,9 @@ class PodReadings:
 
 
 @dataclass(frozen=True)
-class Comparison:
+class GuestComparison:
+    """The analyst pod's readings and an ordinary pod's on the same node, with the node's age."""
+
     analyst: PodReadings
     ordinary: PodReadings
     node: str
@@ -68,7 +70,7 @@ def age(since: datetime | None, now: datetime) -> str:
     return f"{seconds // 3600}h{(seconds % 3600) // 60:02d}m"
 
 
-def render(comparison: Comparison) -> str:
+def render(comparison: GuestComparison) -> str:
     """The side-by-side table, the verdict and what it rests on, as a user reads it."""
     a, o = comparison.analyst, comparison.ordinary
     now = comparison.now
