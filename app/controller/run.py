@@ -22,7 +22,6 @@ from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
 from app.controller.guest import read_guest
-from app.controller.layers import LayerFactory, shipped_layer, work_dir_conflicts
 from app.controller.output import OutClaim, OutTarget, check_parent, check_target
 from app.controller.phases.business import business
 from app.controller.phases.cluster import cluster_mounts_and_names
@@ -34,6 +33,7 @@ from app.controller.phases.report import report
 from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
+from app.controller.shipped_layers import LayerFactory, shipped_layer, work_dir_conflicts
 from app.controller.supplier_client import SupplierClient
 from app.controller.timing import PhaseClock
 from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.layers import LayerFactory
 from app.controller.run import RunOptions, run_case
+from app.controller.shipped_layers import LayerFactory
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
 from app.core.checklog import CheckFailed, CheckLog
