@@ -166,3 +166,16 @@ def test_nothing_imports_the_rehearsal() -> None:
 @pytest.mark.parametrize("module", ["rehearsal.container_init", "rehearsal.runtime_seccomp"])
 def test_the_container_start_imports_nothing_of_the_project(module: str) -> None:
     assert GRAPH[module] == []
+
+
+def test_no_two_controller_modules_share_a_name() -> None:
+    """A phase is named for its printed section; what it uses is named for what it does, never
+    the same word in another folder (phases/report.py beside a report.py)."""
+    stems: dict[str, list[str]] = {}
+    for module in MODULES:
+        if module.startswith("app.controller."):
+            stem = module.rpartition(".")[2]
+            stems.setdefault(stem, []).append(module)
+    assert "model" in stems and "agent_turn" in stems  # guards the walk
+    shared = {stem: found for stem, found in stems.items() if len(found) > 1}
+    assert not shared
