@@ -10,11 +10,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.schemas import validate_tree
+
 
 @pytest.fixture
 def work_base() -> Iterator[Path]:
-    """A fresh directory the tool uid can traverse (pytest's tmp_path sits under 0700 folders)."""
+    """A fresh directory the tool uid can traverse (pytest's tmp_path sits under 0700 folders).
+
+    Every evidence.json and checks.json a run left in it is validated against its schema when
+    the test ends: a run whose files break their schema fails its test."""
     base = Path(tempfile.mkdtemp(prefix="analyst-test-", dir="/var/tmp"))
     os.chmod(base, 0o755)
-    yield base
-    shutil.rmtree(base, ignore_errors=True)
+    try:
+        yield base
+        validate_tree(base)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

@@ -19,6 +19,22 @@ _DRAFT = re.compile(r"^/cases/[^/]+/recommendations$")
 
 
 @dataclass(frozen=True)
+class CallSeen:
+    """One call of the run's record, and how many times the supplier's own log holds it."""
+
+    request_id: str
+    by: str
+    method: str
+    path: str
+    status: int | None
+    reaches_upstream: bool
+    in_supplier_log: int
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
 class CorrelationResult:
     upstream_calls: int  # calls recorded as reaching the supplier API
     refused_calls: int  # calls recorded as refused before it
@@ -28,6 +44,7 @@ class CorrelationResult:
     had_accepted_draft: bool
     had_refused_operation: bool
     problems: list[str] = field(default_factory=list)
+    calls: list[CallSeen] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -58,8 +75,10 @@ def correlate(
             problems.append(f"request id {request_id} was recorded {n} times")
 
     matched = upstream = refused = 0
+    seen_calls: list[CallSeen] = []
     for call in calls:
         request_id = call.get("request_id")
+        seen_calls.append(_seen(call, len(by_id.get(str(request_id), []))))
         if not isinstance(request_id, str) or not request_id.startswith(prefix):
             # A call outside the run's prefix could hide in the log among other runs' traffic.
             problems.append(f"{_describe(call)} does not carry this run's request-id prefix")
@@ -111,4 +130,18 @@ def correlate(
         had_accepted_draft=reached("POST", _DRAFT, 201),
         had_refused_operation=any(not c.get("reaches_upstream") for c in calls),
         problems=problems,
+        calls=seen_calls,
+    )
+
+
+def _seen(call: Mapping[str, Any], times: int) -> CallSeen:
+    status = call.get("status")
+    return CallSeen(
+        request_id=str(call.get("request_id")),
+        by=str(call.get("by")),
+        method=str(call.get("method")),
+        path=str(call.get("path")),
+        status=status if isinstance(status, int) else None,
+        reaches_upstream=bool(call.get("reaches_upstream")),
+        in_supplier_log=times,
     )

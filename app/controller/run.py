@@ -21,6 +21,12 @@ from typing import Final, TextIO
 from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
+from app.controller.evidence_document import (
+    ControllerHolds,
+    EvidenceParts,
+    Recommended,
+    RunFacts,
+)
 from app.controller.guest import read_guest
 from app.controller.output import OutClaim, OutTarget, check_parent, check_target
 from app.controller.phases.business import business
@@ -33,6 +39,7 @@ from app.controller.phases.report import report
 from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
+from app.controller.provenance import provenance
 from app.controller.shipped_layers import LayerFactory, shipped_layer, work_dir_conflicts
 from app.controller.supplier_client import SupplierClient
 from app.controller.timing import PhaseClock
@@ -42,11 +49,12 @@ from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
 from app.core.errors import RunStopped
 from app.core.roles import Layer
-from app.core.run import Evidence, Run
+from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.layer import ConfinementLayer
 
 REPORT_FILES: Final = (
+    "report.html",
     "recommendation.md",
     "comparison.json",
     "evidence.json",
@@ -171,7 +179,6 @@ def prepared_run(
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
             checks=CheckLog(stream=stream, on_section=clock.enter),
-            evidence=Evidence(),
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )
@@ -214,17 +221,13 @@ def _run(
             print(notice, file=run.checks.stream)
         guest = read_guest()
         print(guest.line(), file=run.checks.stream, flush=True)
-        run.evidence.record("guest", guest.as_json())
         # What this run alone used: runs at the same time share none of it (`make bench`).
-        run.evidence.record(
-            "endpoints",
-            {
-                "run_tree": str(run.paths.top),
-                "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
-                "supplier": run.supplier.url,
-                "bucket": services.bucket,
-            },
-        )
+        endpoints = {
+            "run_tree": str(run.paths.top),
+            "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
+            "supplier": run.supplier.url,
+            "bucket": services.bucket,
+        }
         layer.preflight()
         layer_checks = layer.checks()
 
@@ -238,14 +241,48 @@ def _run(
         comparison = business(run, layer, layer_checks, stored, availability)
         retire_secrets(run, services)
         checked = model_turn(run, services.model, stored, comparison)
-        run.evidence.record("model", checked.usage)
         secrets = _secrets(services, layer)
         report(run, services, checked, comparison, secrets)
-        run.evidence.record("correlation", correlation(run, client, layer_checks.refuses_upstream))
+        correlated = correlation(run, client, layer_checks.refuses_upstream)
         # The last phase writes the evidence, so the table holds every phase before it.
         clock.enter("evidence")
-        run.evidence.record("timing", clock.table())
-        finish(run, services, layer.evidence(), secrets)
+        layer_evidence = layer.evidence()
+        parts = EvidenceParts(
+            facts=RunFacts(
+                run_id=run.run_id,
+                layer=run.layer.value,
+                case_id=run.case.case_id,
+                report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+                in_cluster=run.in_cluster,
+                rehearsal=run.rehearsal,
+            ),
+            case=run.case,
+            provenance=provenance(
+                layer,
+                layer_evidence,
+                in_cluster=run.in_cluster,
+                model_description=services.model.description,
+                model_id=str(checked.usage.get("model", "")),
+            ),
+            guest=guest,
+            endpoints=endpoints,
+            controller=ControllerHolds(
+                supplier_key_file=str(run.supplier.key_file),
+                aws_identity=services.identity.expected_caller,
+                aws_credential_source=services.identity.credential_source,
+            ),
+            policy=layer_evidence,
+            readings=layer_checks.readings(),
+            recommendation=Recommended(
+                supplier_id=checked.supplier_id,
+                supplier_name=run.case.supplier(checked.supplier_id).name,
+                analysis=checked.answer.analysis,
+            ),
+            model_usage=checked.usage,
+            correlation=correlated,
+            timing=clock.table(),
+        )
+        finish(run, services, parts, comparison.as_json(), secrets)
 
         copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
         return RunOutcome(

@@ -1,15 +1,14 @@
 """The one object that describes a run, built once before any check and never changed.
 
 The controller builds it after its services are up; the layer, the layer's checks and the
-shared phases all read it. What a run learns as it goes lives in its check log and evidence
-record (both append-only) and in the values the phases return to each other.
+shared phases all read it. What a run learns as it goes lives in its check log (append-only) and
+in the typed values the phases return, which the controller alone turns into evidence.json.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from app.core.calls import SupplierAccess
 from app.core.case import Case, report_prefix
@@ -17,16 +16,6 @@ from app.core.checklog import CheckLog
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.roles import Layer
 from app.core.run_tree import RunPaths, ToolIdentity
-
-
-@dataclass
-class Evidence:
-    """What the run records for evidence.json, section by section; written once at the end."""
-
-    sections: dict[str, Any] = field(default_factory=dict)
-
-    def record(self, name: str, value: Any) -> None:
-        self.sections[name] = value
 
 
 @dataclass(frozen=True)
@@ -42,7 +31,6 @@ class Run:
     aws_credential: AwsCredentialFile
     aws_endpoint: HostPort
     checks: CheckLog
-    evidence: Evidence
     # In the analyst Job's pod (ANALYST_MODE=cluster), not on a local machine: the checks that
     # only a cluster run can make FAIL rather than SKIP when what they read is missing.
     in_cluster: bool = False

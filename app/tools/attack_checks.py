@@ -33,6 +33,7 @@ from app.tools.attacks import (
     UDP4_TARGET,
     UDP6_TARGET,
     Attack,
+    AttackAnswers,
     LayerAnswers,
     describe,
 )
@@ -140,7 +141,7 @@ class AttackChecks:
         self.layer = layer
         self.answers = answers
         self.checks = run.checks
-        self.readings: dict[str, Any] = {}
+        self.answers_seen = AttackAnswers(control={}, roles={})
 
     def check(self) -> None:
         self.checks.begin("attacks")
@@ -170,7 +171,7 @@ class AttackChecks:
                 role: dict(as_mapping(outcome.result().data["answers"]))
                 for role, outcome in zip(ROLES, outcomes, strict=True)
             }
-        self.readings = {"control": dict(control), "roles": seen}
+        self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
         for attack in ATTACKS:
             self._control_line(attack, control)
             self._attack_line(attack, seen)

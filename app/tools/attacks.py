@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from app.core.results import Errno
 from app.core.roles import ROLES, Role
@@ -156,6 +157,20 @@ FILTER_SAMPLES: dict[str, Errno] = {
 def kernel_call_args(names: tuple[str, ...] | list[str]) -> list[str]:
     """The worker's ``kernel-calls`` arguments: each name with libseccomp's number for it."""
     return [f"{name}={resolve_syscall(name)}" for name in names]
+
+
+@dataclass(frozen=True)
+class AttackAnswers:
+    """What each probe got in one run: the unconfined control's answer and each role's."""
+
+    control: Mapping[str, str]  # probe -> "ok" or an errno name
+    roles: Mapping[Role, Mapping[str, str]]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "control": dict(self.control),
+            "roles": {role: dict(answers) for role, answers in self.roles.items()},
+        }
 
 
 # A layer's answer to one probe: the same errno for every role, or one per role.

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
@@ -22,6 +23,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from app.core.results import Errno, ToolResult
 from app.core.roles import Layer, Role
 from app.core.run import Run
+from app.tools.attacks import AttackAnswers
 from app.tools.control import run_unconfined
 
 Direction = Literal["in", "out"]
@@ -56,6 +58,14 @@ class ToolRunner(Protocol):
     def role_path(self, role: Role, direction: Direction, name: str) -> str: ...
 
 
+@dataclass(frozen=True)
+class LayerReadings:
+    """What a layer's checks read from its tool processes, handed to evidence.json."""
+
+    process: Mapping[str, Any]  # what each process reported about itself, by reading
+    attacks: AttackAnswers
+
+
 class LayerChecks(ABC):
     """A layer's own part of the run, called by the orchestrator as named steps."""
 
@@ -72,6 +82,10 @@ class LayerChecks(ABC):
     @abstractmethod
     def submit_draft(self, draft_path: Path) -> None:
         """Has the writer's draft submitted to the supplier (201) the way this layer allows."""
+
+    @abstractmethod
+    def readings(self) -> LayerReadings:
+        """What the checks above read, once they have all run."""
 
 
 class ConfinementLayer(ABC):
@@ -120,6 +134,15 @@ class ConfinementLayer(ABC):
     @abstractmethod
     def evidence(self) -> dict[str, Any]:
         """The policy this run actually applied (argument lists, profiles), for evidence.json."""
+
+    @abstractmethod
+    def policy_in_force(self) -> dict[Role, Any]:
+        """Each role's policy as this run applied it (its argument list, its profile)."""
+
+    @abstractmethod
+    def committed_policy(self) -> dict[Role, Any]:
+        """Each role's committed policy file, read from policies/, with this run's values put
+        where it has placeholders: equal to ``policy_in_force`` when the run applied it."""
 
     @abstractmethod
     def checks(self) -> LayerChecks:

@@ -301,7 +301,14 @@ def test_two_runs_given_one_out_never_mix(base: Path) -> None:
     (run_id,) = [line.split("=")[1] for line in first.output().splitlines() if "COMPLETE=" in line]
     assert json.loads((out / "evidence.json").read_text())["run_id"] == run_id
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["calls.json", "checks.json", "comparison.json", "evidence.json", "recommendation.md"]
+        [
+            "calls.json",
+            "checks.json",
+            "comparison.json",
+            "evidence.json",
+            "recommendation.md",
+            "report.html",
+        ]
     )
     third = subprocess.run(
         [*_cli("run", "--layer", "nono", "--workdir", str(second_base / "w"), "--out", str(out))],

@@ -26,7 +26,7 @@ from app.controller.run import RunOptions, plan_run, prepared_run
 from app.core.checklog import CheckFailed, CheckLog
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
-from app.core.run import Evidence, Run
+from app.core.run import Run
 from app.core.run_tree import create_run
 from app.tools.layer import ConfinementLayer
 
@@ -66,7 +66,6 @@ def fresh_run(shared: Shared, layer: Layer) -> Iterator[tuple[Run, io.StringIO]]
         layer=layer,
         paths=paths,
         checks=CheckLog(stream=stream),
-        evidence=Evidence(),
     )
     try:
         stage_inputs(run, shared.stored)

@@ -19,7 +19,7 @@ from app.core.checklog import CheckFailed, CheckLog
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
-from app.core.run import Evidence, Run
+from app.core.run import Run
 from app.core.run_tree import (
     RunPaths,
     ToolIdentity,
@@ -98,7 +98,6 @@ def bare_run(
         ),
         aws_endpoint=aws_endpoint,
         checks=CheckLog(stream=stream or io.StringIO()),
-        evidence=Evidence(),
     )
 
 

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from app.controller.call_correlation import correlate
+from app.controller.call_correlation import CorrelationResult, correlate
 from app.controller.supplier_client import SupplierClient
 from app.core.run import Run
 
 
-def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> dict[str, Any]:
+def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> CorrelationResult:
     checks = run.checks
     checks.begin("correlation")
     result = correlate(client.calls.as_json(), client.read_log(), run.run_id)
@@ -31,8 +29,4 @@ def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> dic
             "and at least one refused operation, so an empty upstream log could not pass this",
             detail="no call of this run was refused before the supplier",
         )
-    return {
-        "arrived_once": result.matched,
-        "refused_never_arrived": result.refused_calls,
-        "had_refused_operation": result.had_refused_operation,
-    }
+    return result

@@ -1,5 +1,5 @@
-"""The last writes: evidence, the call record and the check list, each scanned before it is
-written, then every file left in the run directory read back and scanned again."""
+"""The last writes: evidence, the call record, the check list and the report page, each scanned
+before it is written, then every file left in the run directory read back and scanned again."""
 
 from __future__ import annotations
 
@@ -7,29 +7,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from app.controller.environment import Services
+from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
 from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
+from app.controller.report_page import ReportInputs, render_report
 from app.core.files import json_bytes
 from app.core.run import Run
+
+STORED_LAST = ("evidence.json", "calls.json", "checks.json", "report.html")
 
 
 def finish(
     run: Run,
     services: Services,
-    policy: dict[str, Any],
+    parts: EvidenceParts,
+    comparison: dict[str, Any],
     secrets: Mapping[str, bytes],
 ) -> list[str]:
     checks = run.checks
     checks.begin("evidence")
-    evidence = run.evidence.sections | {
-        "run_id": run.run_id,
-        "layer": str(run.layer),
-        "case_id": run.case.case_id,
-        "policy": policy,
-        "report_prefix": f"s3://{services.bucket}/{run.report_prefix}",
-    }
+    evidence = evidence_document(parts)
+    calls = run.supplier_client.calls.as_json()
     documents = {
         "evidence.json": json_bytes(evidence),
-        "calls.json": json_bytes(run.supplier_client.calls.as_json()),
+        "calls.json": json_bytes(calls),
     }
     checks.holds(
         "the report, the comparison, the evidence and the call record were scanned before "
@@ -37,8 +37,10 @@ def finish(
         lambda: write_scanned(run.paths.run, documents, secrets),
         refusals=(KeyLeak,),
     )
-    write_scanned(run.paths.run, {"checks.json": json_bytes(checks.as_json())}, secrets)
-    for name in ("evidence.json", "calls.json", "checks.json"):
+    listed = checks_document(parts.facts, checks.as_json())
+    page = render_report(ReportInputs(evidence, listed, comparison))
+    write_scanned(run.paths.run, {"checks.json": json_bytes(listed), "report.html": page}, secrets)
+    for name in STORED_LAST:
         services.store.put(f"{run.report_prefix}{name}", (run.paths.run / name).read_bytes())
     # The last write is above: from here on nothing in the run directory changes.
     try:

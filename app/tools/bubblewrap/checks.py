@@ -21,7 +21,7 @@ from app.tools.bubblewrap.process_checks import ProcessChecks
 from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
-from app.tools.layer import LayerChecks
+from app.tools.layer import LayerChecks, LayerReadings
 from app.tools.together import Pending
 
 MAX_DRAFT_BYTES: Final = 64 * 1024
@@ -43,7 +43,6 @@ class BubblewrapChecks(LayerChecks):
         self.checks.begin("layer")
         check_provenance(self.run, self.layer.readings)
         self.processes.what_the_tool_got()
-        self._record()
 
     def boundary(self) -> None:
         self.checks.begin("files")
@@ -55,7 +54,6 @@ class BubblewrapChecks(LayerChecks):
         self.checks.begin("network")
         check_network(self.run, self.layer)
         self.attacks.check()
-        self._record()
 
     def _same_file(self) -> Pending[ToolResult]:
         """The reader's /input/case.json is the controller's file, not a copy: the same inode."""
@@ -101,10 +99,8 @@ class BubblewrapChecks(LayerChecks):
             "201",
         )
 
-    def _record(self) -> None:
-        # The layer's whole evidence (policy knobs, control calls, seccomp) is added by the
-        # run; these are the parts a reviewer reads first.
-        self.run.evidence.record("bwrap_argument_lists", self.layer.argument_lists())
-        readings = {**self.processes.readings, **self.kernel.readings}
-        self.run.evidence.record("bubblewrap_readings", readings)
-        self.run.evidence.record("attack_answers", self.attacks.readings)
+    def readings(self) -> LayerReadings:
+        return LayerReadings(
+            process={**self.processes.readings, **self.kernel.readings},
+            attacks=self.attacks.answers_seen,
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -9,9 +10,11 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
+from app.core.repo import POLICIES_DIR
 from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
+from app.tools.bubblewrap.accounting import CODE_PLACEHOLDER, RUN_PLACEHOLDER
 from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.bubblewrap.orphan import Orphan, observe_orphan
 from app.tools.bubblewrap.policy import (
@@ -234,6 +237,23 @@ class BubblewrapLayer(ConfinementLayer):
                 "bpf_bytes": len(baseline.program),
             },
         }
+
+    def policy_in_force(self) -> dict[Role, Any]:
+        return dict(self.argument_lists())
+
+    def committed_policy(self) -> dict[Role, Any]:
+        run_dir, code_dir = str(self.run.paths.run), str(self.run.paths.code)
+        committed: dict[Role, Any] = {}
+        for role in ROLES:
+            path = POLICIES_DIR / "bubblewrap" / f"{role}.argv.json"
+            argv = json.loads(path.read_text(encoding="utf-8"))["argv"]
+            committed[role] = [
+                token.replace(str(RUN_PLACEHOLDER), run_dir).replace(
+                    str(CODE_PLACEHOLDER), code_dir
+                )
+                for token in argv
+            ]
+        return committed
 
     def checks(self) -> BubblewrapChecks:
         return BubblewrapChecks(self.run, self)

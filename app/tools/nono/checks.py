@@ -19,7 +19,7 @@ from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.tools.attack_checks import AttackChecks
 from app.tools.common_checks import CommonChecks
-from app.tools.layer import LayerChecks
+from app.tools.layer import LayerChecks, LayerReadings
 from app.tools.nono import render
 from app.tools.nono.attack_answers import ANSWERS
 from app.tools.nono.endpoint_checks import EndpointChecks
@@ -48,7 +48,6 @@ class NonoChecks(LayerChecks):
         self._profiles()
         self._environment()
         self.processes.check()
-        self.run.evidence.record("nono_readings", self.processes.readings)
 
     def boundary(self) -> None:
         # Each online role has run, so its proxy has issued its placeholder.
@@ -57,11 +56,13 @@ class NonoChecks(LayerChecks):
         self._credentials()
         self._network()
         self.attacks.check()
-        self.run.evidence.record("attack_answers", self.attacks.readings)
         self.endpoints.check()
 
     def submit_draft(self, draft_path: Path) -> None:
         self.endpoints.submit_draft(draft_path)
+
+    def readings(self) -> LayerReadings:
+        return LayerReadings(process=self.processes.readings, attacks=self.attacks.answers_seen)
 
     # --- profiles -----------------------------------------------------------------------------
 

@@ -420,6 +420,17 @@ class NonoLayer(ConfinementLayer):
             },
         }
 
+    def policy_in_force(self) -> dict[Role, Any]:
+        return {role: self.live_profile(role) for role in ROLES}
+
+    def committed_policy(self) -> dict[Role, Any]:
+        return {
+            role: fill(
+                json.loads((self.committed_dir / f"{role}.json").read_text("utf-8")), self.values
+            )
+            for role in ROLES
+        }
+
     def checks(self) -> NonoChecks:
         return NonoChecks(self.run, self)
 

@@ -1,0 +1,446 @@
+"""The boundary picture of one run, laid out from that run's evidence.json alone.
+
+What each role got is read from the run's own records: under bubblewrap its argument list (the
+mounts and their direction) and its /proc readings (uid, namespaces against the controller's,
+seccomp, capabilities); under nono its live profile (read and write grants, the proxy route and
+its method/path pairs). The controller's box holds what only it holds and the supplier calls it
+made. The hardware-isolation frame is drawn only when the guest readings name an enclave.
+
+The result is boxes, lines and arrows with coordinates; the template draws them as SVG, so
+every text here reaches the page through the template's escaping.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from app.core.roles import ROLES
+
+POLICY_NAME: Final = {"bubblewrap": "argument list", "nono": "nono profile"}
+WIDTH: Final = 1240
+LINE: Final = 15  # px between text lines (12 px monospace)
+CHAR: Final = 7.3  # px per character of 12 px monospace, a little over most fonts' advance
+PAD: Final = 10
+
+POD_X: Final = 30
+CONTROLLER_X: Final = 50
+CONTROLLER_W: Final = 330
+ROLE_X: Final = 430
+ROLE_W: Final = 520
+OUTSIDE_X: Final = 1010
+OUTSIDE_W: Final = 215
+
+
+@dataclass(frozen=True)
+class Text:
+    text: str
+    full: str  # the untruncated text, shown as the line's tooltip
+    css: str = ""
+
+
+@dataclass(frozen=True)
+class Box:
+    x: float
+    y: float
+    w: float
+    h: float
+    css: str
+    title: str
+    lines: tuple[Text, ...] = ()
+    name: str = ""  # what the box stands for: a role, "controller", "supplier", ...
+
+
+@dataclass(frozen=True)
+class Arrow:
+    points: tuple[tuple[float, float], ...]
+    css: str  # "call", "start", "refused", "proxied"
+    label: str = ""
+    label_at: tuple[float, float] = (0, 0)
+
+    @property
+    def path(self) -> str:
+        return " ".join(f"{x:g},{y:g}" for x, y in self.points)
+
+
+@dataclass(frozen=True)
+class Mount:
+    target: str
+    mode: str  # "read-only", "read-write", "own tmpfs", "own /proc"
+    source: str | None = None
+
+    @property
+    def glyph(self) -> str:
+        return {"read-only": "\u2190 ro", "read-write": "\u21c4 rw"}.get(self.mode, "\u25cb")
+
+
+@dataclass(frozen=True)
+class RoleView:
+    role: str
+    uid: str
+    namespaces: str
+    filters: tuple[str, ...]
+    mounts: tuple[Mount, ...]
+    network: str
+    route: tuple[str, ...] = ()  # allowed "METHOD /path" pairs through its proxy
+    proxy: str | None = None
+    refused: str | None = None  # the errno of its own TCP connect to the host's loopback
+
+
+@dataclass
+class Picture:
+    width: int
+    height: int
+    frames: list[Box] = field(default_factory=list)
+    boxes: list[Box] = field(default_factory=list)
+    arrows: list[Arrow] = field(default_factory=list)
+    note: str = ""
+    roles: list[RoleView] = field(default_factory=list)
+
+
+def _room(width: float) -> int:
+    return max(8, int((width - 2 * PAD) / CHAR))
+
+
+def _fit(text: str, width: float, css: str = "") -> Text:
+    room = _room(width)
+    shown = text if len(text) <= room else text[: room - 1] + "\u2026"
+    return Text(shown, text, css)
+
+
+def _wrap(text: str, width: float, css: str = "", indent: str = "    ") -> list[Text]:
+    """The text over as many lines as it needs, broken after a space or a slash if it can."""
+    room, lines, rest = _room(width), [], text
+    while len(rest) > room:
+        cut = max(rest.rfind(" ", 0, room), rest.rfind("/", 0, room))
+        cut = cut if cut > room // 2 else room
+        lines.append(Text(rest[:cut], text, css))
+        rest = indent + rest[cut:].lstrip(" ")
+    lines.append(Text(rest, text, css))
+    return lines
+
+
+def _short(path: str, top: str) -> str:
+    """A path under the run's tree, written from the tree: ``<run tree>/run/reader/in``."""
+    if top and (path == top or path.startswith(top + "/")):
+        return "<run tree>" + path[len(top) :]
+    return path
+
+
+# --- what each role got ---------------------------------------------------------------------
+
+
+def bubblewrap_mounts(argv: Sequence[str], top: str) -> tuple[Mount, ...]:
+    mounts: list[Mount] = []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in ("--ro-bind", "--bind") and i + 2 < len(argv):
+            mode = "read-only" if token == "--ro-bind" else "read-write"
+            mounts.append(Mount(argv[i + 2], mode, _short(argv[i + 1], top)))
+            i += 3
+            continue
+        if token == "--tmpfs" and i + 1 < len(argv):
+            mounts.append(Mount(argv[i + 1], "own tmpfs"))
+        elif token == "--proc" and i + 1 < len(argv):
+            mounts.append(Mount(argv[i + 1], "own /proc"))
+        i += 1
+    return tuple(mounts)
+
+
+def _bubblewrap_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
+    policy, readings = evidence["policy"], evidence.get("readings", {})
+    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
+    argv = policy.get("bwrap_argument_lists", {}).get(role, [])
+    status = readings.get(f"{role}_proc_status", {})
+    own = status.get("namespaces", {})
+    controller = readings.get("controller_namespaces", {})
+    separate = sorted(kind for kind, value in own.items() if controller.get(kind) != value)
+    shared = sorted(kind for kind, value in own.items() if controller.get(kind) == value)
+    namespaces = f"own {' '.join(separate) or 'none'}"
+    if shared:
+        namespaces += f"; shares {' '.join(shared)}"
+    proc = status.get("status", {})
+    rules = len(policy.get("seccomp_baseline", {}).get("rules", []))
+    filters = (
+        f"seccomp mode {proc.get('Seccomp', '?')}, {proc.get('Seccomp_filters', '?')} filter: "
+        f"the baseline of {rules} rules",
+        f"capabilities CapEff {proc.get('CapEff', '?')}, NoNewPrivs {proc.get('NoNewPrivs', '?')}",
+    )
+    unshared = bool(policy.get("policy", {}).get("unshare_net"))
+    network = "only lo, in a net namespace of its own" if unshared else "the controller's network"
+    return RoleView(
+        role=role,
+        uid=f"uid {status.get('uid', '?')} gid {status.get('gid', '?')}",
+        namespaces=namespaces,
+        filters=filters,
+        mounts=bubblewrap_mounts(argv, top),
+        network=network,
+    )
+
+
+def _nono_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
+    policy, readings = evidence["policy"], evidence.get("readings", {})
+    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
+    profile = policy.get("profiles", {}).get(role, {})
+    files = profile.get("filesystem", {})
+    mounts = tuple(Mount(_short(p, top), "read-only") for p in files.get("read", [])) + tuple(
+        Mount(_short(p, top), "read-write") for p in files.get("allow", [])
+    )
+    process = profile.get("process", {})
+    rules = len(policy.get("seccomp_baseline", {}).get("rules", []))
+    filters = (
+        f"Landlock file rules; seccomp ({process.get('enforcement_mode', '?')} mode): the "
+        f"baseline of {rules} rules",
+        f"largest file it may write: {process.get('max_file_bytes', '?')} bytes",
+    )
+    host_status = readings.get(f"{role}_status_on_host", {})
+    uid = host_status.get("Uid", "").split()[:1]
+    network_section = profile.get("network", {})
+    route: tuple[str, ...] = ()
+    proxy = None
+    if network_section.get("block"):
+        network = "none: socket() is refused"
+    else:
+        credentials = network_section.get("custom_credentials", {})
+        supplier = credentials.get("supplier", {})
+        allowed = supplier.get("endpoint_policy", {}).get("allow", [])
+        route = tuple(f"{pair.get('method')} {pair.get('path')}" for pair in allowed)
+        proxy = policy.get("proxies", {}).get(role)
+        network = f"only its proxy, which forwards to {supplier.get('upstream', '?')}"
+    return RoleView(
+        role=role,
+        uid=f"uid {uid[0]}" if uid else "uid: not read for this role",
+        namespaces="none of its own (nono confines with Landlock and seccomp)",
+        filters=filters,
+        mounts=mounts,
+        network=network,
+        route=route,
+        proxy=proxy,
+    )
+
+
+def role_views(evidence: Mapping[str, Any]) -> list[RoleView]:
+    build = _bubblewrap_role if evidence["layer"] == "bubblewrap" else _nono_role
+    return [replace(build(role, evidence), refused=_refusal(evidence, role)) for role in ROLES]
+
+
+def enclave(guest: Mapping[str, Any]) -> str | None:
+    """The guest's product name when it names an enclave (a Nitro sandbox's guest does)."""
+    product = guest.get("product_name")
+    return product if isinstance(product, str) and "enclave" in product.lower() else None
+
+
+# --- layout ---------------------------------------------------------------------------------
+
+
+def _role_lines(view: RoleView) -> list[Text]:
+    width = ROLE_W
+    lines = [
+        *_wrap(view.uid, width),
+        *_wrap(f"namespaces: {view.namespaces}", width),
+        *(line for f in view.filters for line in _wrap(f"filter: {f}", width)),
+        *_wrap(f"network: {view.network}", width, "net"),
+    ]
+    for pair in view.route:
+        lines += _wrap(f"  allowed: {pair}", width, "net")
+    if view.refused:
+        lines += _wrap(f"\u2717 its own TCP connect to the host: {view.refused}", width, "no")
+    lines.append(Text("mounts:", "mounts:", "strong"))
+    for mount in view.mounts:
+        source = f" from {mount.source}" if mount.source and mount.source != mount.target else ""
+        lines += _wrap(f"  {mount.glyph} {mount.target} ({mount.mode}){source}", width, "mount")
+    return lines
+
+
+def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
+    holds = evidence.get("controller", {})
+    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
+    width = CONTROLLER_W
+    key_file = _short(str(holds.get("supplier_key_file", "?")), top)
+    lines = [
+        *_wrap(
+            f"starts each role under its {POLICY_NAME[evidence['layer']]} \u2192", width, "strong"
+        ),
+        Text("holds, and no role holds:", "", "strong"),
+        *_wrap(f"  the supplier key, {key_file}", width),
+        *_wrap(f"  the AWS identity {holds.get('aws_identity', '?')}", width),
+        *_wrap(f"  found through {holds.get('aws_credential_source', '?')}", width),
+        Text("supplier calls it made itself:", "", "strong"),
+    ]
+    calls = evidence.get("correlation", {}).get("calls", [])
+    for call in calls:
+        if call.get("by") == "controller":
+            status = call.get("status")
+            lines += _wrap(f"  {call.get('method')} {call.get('path')} \u2192 {status}", width)
+    if evidence["layer"] == "nono":
+        lines += _wrap(
+            "runs each online role's nono proxy, which puts the real key in place of the "
+            "role's placeholder",
+            width,
+        )
+    lines.append(Text("and, with its AWS identity:", "", "strong"))
+    lines += _wrap(f"  S3 and STS at {evidence.get('endpoints', {}).get('aws', '?')}", width)
+    model = evidence.get("provenance", {}).get("model", {}).get("id")
+    lines += _wrap(f"  one model turn: {model}", width)
+    return lines
+
+
+def _height(lines: Sequence[Text]) -> float:
+    return 30 + LINE * len(lines) + 6
+
+
+def _refusal(evidence: Mapping[str, Any], role: str) -> str | None:
+    """The errno of the role's own TCP connection to the controller's loopback."""
+    answers = evidence.get("attack_answers", {}).get("roles", {}).get(role, {})
+    answer = answers.get("tcp4")
+    return answer if isinstance(answer, str) and answer != "ok" else None
+
+
+def picture(evidence: Mapping[str, Any]) -> Picture:
+    """The boxes and arrows of one run's boundary."""
+    layer = evidence["layer"]
+    views = role_views(evidence)
+    shown = Picture(WIDTH, 0, roles=views)
+    top = 70.0
+    controller_lines = _controller_lines(evidence)
+    controller = Box(
+        CONTROLLER_X,
+        top + 30,
+        CONTROLLER_W,
+        _height(controller_lines),
+        "controller",
+        "trusted controller (unconfined)",
+        tuple(controller_lines),
+        "controller",
+    )
+    y = top + 30
+    role_boxes: list[Box] = []
+    for view in views:
+        lines = _role_lines(view)
+        box = Box(
+            ROLE_X,
+            y,
+            ROLE_W,
+            _height(lines),
+            "role",
+            f"{view.role} ({'bwrap' if layer == 'bubblewrap' else 'nono profile'})",
+            tuple(lines),
+            view.role,
+        )
+        role_boxes.append(box)
+        y += box.h + 18
+    pod_bottom = max(y, controller.y + controller.h + 20) + 10
+    pod = Box(
+        POD_X, top, OUTSIDE_X - POD_X - 40, pod_bottom - top, "pod", "the analyst pod", (), "pod"
+    )
+    product = enclave(evidence.get("guest", {}))
+    if product:
+        shown.frames.append(
+            Box(
+                POD_X - 18,
+                top - 40,
+                pod.w + 36,
+                pod.h + 58,
+                "hardware",
+                f"hardware-isolated sandbox: the guest names {product}",
+                (),
+                "hardware",
+            )
+        )
+    else:
+        product_name = evidence.get("guest", {}).get("product_name") or "none"
+        shown.note = (
+            "No hardware-isolation frame is drawn: this run's guest readings name no enclave "
+            f"(product name: {product_name})."
+        )
+    shown.frames.append(pod)
+    shown.boxes.append(controller)
+    shown.boxes.extend(role_boxes)
+
+    supplier_box = Box(
+        OUTSIDE_X,
+        top + 30,
+        OUTSIDE_W,
+        _height([Text("", "")] * 2),
+        "service",
+        "supplier API",
+        (
+            _fit(str(evidence.get("endpoints", {}).get("supplier", "")), OUTSIDE_W),
+            _fit("outside the pod", OUTSIDE_W),
+        ),
+        "supplier",
+    )
+    aws_box = Box(
+        OUTSIDE_X,
+        supplier_box.y + supplier_box.h + 60,
+        OUTSIDE_W,
+        _height([Text("", "")] * 2),
+        "service",
+        "AWS: S3, STS, the model",
+        (
+            _fit(str(evidence.get("endpoints", {}).get("bucket", "")), OUTSIDE_W),
+            _fit("reached by the controller alone", OUTSIDE_W),
+        ),
+        "aws",
+    )
+    shown.boxes += [supplier_box, aws_box]
+    right, middle = controller.x + controller.w, controller.x + controller.w / 2
+    # The controller's own calls leave the pod above and below the roles, crossing none.
+    above = top + 18
+    supplier_mid = supplier_box.x + supplier_box.w / 2
+    shown.arrows.append(
+        Arrow(
+            (
+                (middle, controller.y),
+                (middle, above),
+                (supplier_mid, above),
+                (supplier_mid, supplier_box.y),
+            ),
+            "call",
+            "TLS, with the real supplier key",
+            (ROLE_X + ROLE_W / 2, above - 5),
+        )
+    )
+    below = pod_bottom + 22
+    aws_mid = aws_box.x + aws_box.w / 2
+    shown.arrows.append(
+        Arrow(
+            (
+                (middle, controller.y + controller.h),
+                (middle, below),
+                (aws_mid, below),
+                (aws_mid, aws_box.y + aws_box.h),
+            ),
+            "call",
+            "its own AWS identity",
+            (ROLE_X + ROLE_W / 2, below - 5),
+        )
+    )
+    for box in role_boxes:
+        shown.arrows.append(Arrow(((right, controller.y + 24), (box.x, box.y + 14)), "start"))
+    edge = pod.x + pod.w
+    for view, box in zip(views, role_boxes, strict=True):
+        if view.proxy:
+            shown.arrows.append(
+                Arrow(
+                    (
+                        (box.x + box.w, box.y + 30),
+                        (supplier_box.x, supplier_box.y + supplier_box.h - 10),
+                    ),
+                    "proxied",
+                )
+            )
+        if view.refused:
+            y_out = box.y + box.h - 14
+            shown.arrows.append(
+                Arrow(
+                    ((box.x + box.w, y_out), (edge + 24, y_out)),
+                    "refused",
+                    "\u2717",
+                    (edge + 32, y_out + 4),
+                )
+            )
+    shown.height = int(max(below, aws_box.y + aws_box.h) + 16)
+    return shown
