@@ -15,10 +15,12 @@ from typing import NoReturn, TextIO
 
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
+from app.controller.layer_comparison import write_layer_comparison
 from app.controller.guest_comparison import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, stop_on_signals
+from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, LayerUnavailable
 from app.core.repo import SAMPLE_CASE
@@ -131,6 +133,12 @@ def _common(command: argparse.ArgumentParser) -> None:
         action="store_true",
         help="keep the run's private directories after the run, without its secrets",
     )
+    command.add_argument(
+        "--quiet",
+        action="store_true",
+        help="print only the FAIL and SKIP lines (each under its section's header) and the "
+        "closing summary",
+    )
 
 
 def _fatal(error: AnalystError) -> NoReturn:
@@ -142,18 +150,19 @@ def _fatal(error: AnalystError) -> NoReturn:
 
 
 def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
-    """The lines that end a complete run: its id, the count, and where the report is."""
-    print(f"ANALYST_COMPLETE={outcome.run_id}", file=stream)
-    print(f"{outcome.checks_passed} checks passed", file=stream)
-    if outcome.checks_skipped:
-        print(
-            f"  {outcome.checks_skipped} skipped (listed above with the reason; not counted)",
-            file=stream,
-        )
-    print(f"  model: {outcome.model_description}", file=stream)
-    print(f"  recommendation: {outcome.out_dir / 'recommendation.md'}", file=stream)
-    print(f"  evidence:       {outcome.out_dir / 'evidence.json'}", file=stream)
-    print(f"  store report:   {outcome.report_uri}", file=stream, flush=True)
+    """The lines that end a complete run: its id, the counts, the recommended supplier, and
+    where the report is."""
+    closing = Closing(
+        run_id=outcome.run_id,
+        passed=outcome.checks_passed,
+        skipped=outcome.checks_skipped,
+        recommended=outcome.recommended,
+        counts=outcome.sections,
+        model=outcome.model_description,
+        out_dir=outcome.out_dir,
+        report_uri=outcome.report_uri,
+    )
+    print("\n".join(closing.lines()), file=stream, flush=True)
 
 
 def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
@@ -165,6 +174,7 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         work_base=args.workdir,
         keep_workdir=args.keep_workdir,
         workdir_layers=(layer,) if args.command == "run" else tuple(Layer),
+        quiet=args.quiet,
     )
     try:
         outcome = run_case(options)
@@ -205,8 +215,11 @@ def _commands(args: argparse.Namespace) -> int:
     for layer, outcome in outcomes:
         print(
             f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
-            f"checks passed  report: {outcome.out_dir / 'recommendation.md'}"
+            f"checks passed  recommended: {outcome.recommended}"
         )
+    page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
+    reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
+    print("\n".join(demo_ending(reports, page)))
     return 0
 
 

@@ -27,7 +27,7 @@ from app.controller.evidence_document import (
     Recommended,
     RunFacts,
 )
-from app.controller.guest import read_guest
+from app.controller.guest import GuestReadings, read_guest
 from app.controller.output import OutClaim, OutTarget, check_parent, check_target
 from app.controller.phases.business import business
 from app.controller.phases.cluster import cluster_mounts_and_names
@@ -42,6 +42,7 @@ from app.controller.phases.supplier import supplier
 from app.controller.provenance import provenance
 from app.controller.shipped_layers import LayerFactory, shipped_layer, work_dir_conflicts
 from app.controller.supplier_client import SupplierClient
+from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
 from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
 from app.core.calls import CallLog
@@ -73,6 +74,8 @@ class RunOptions:
     keep_workdir: bool = False
     # The layers whose tool processes will use the work directory (the demo runs both).
     workdir_layers: tuple[Layer, ...] = ()
+    # Print only FAIL and SKIP lines (and the summary): --quiet.
+    quiet: bool = False
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,8 @@ class RunOutcome:
     out_dir: Path
     report_uri: str
     model_description: str
+    recommended: str  # the supplier's name and id
+    sections: list[SectionCount]
 
 
 @dataclass(frozen=True)
@@ -178,7 +183,7 @@ def prepared_run(
             supplier_client=client,
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
-            checks=CheckLog(stream=stream, on_section=clock.enter),
+            checks=CheckLog(stream=stream, on_section=clock.enter, quiet=options.quiet),
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )
@@ -216,11 +221,8 @@ def _run(
     with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
         clock.enter("preflight")
-        print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=run.checks.stream)
-        for notice in prepared.mode.notices():
-            print(notice, file=run.checks.stream)
         guest = read_guest()
-        print(guest.line(), file=run.checks.stream, flush=True)
+        _opening(run, prepared.mode, guest)
         # What this run alone used: runs at the same time share none of it (`make bench`).
         endpoints = {
             "run_tree": str(run.paths.top),
@@ -283,6 +285,7 @@ def _run(
             timing=clock.table(),
         )
         finish(run, services, parts, comparison.as_json(), secrets)
+        recommended = parts.recommendation
 
         copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
         return RunOutcome(
@@ -292,7 +295,23 @@ def _run(
             out_dir=copied,
             report_uri=f"s3://{services.bucket}/{run.report_prefix}",
             model_description=services.model.description,
+            recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
+            sections=section_counts(run.checks.records),
         )
+
+
+def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:
+    """The lines before the first check: the run, the mode's notices, the guest readings."""
+    stream = run.checks.stream
+    if not run.checks.quiet:
+        print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
+        for notice in mode.notices():
+            print(notice, file=stream)
+        print(guest_in_words(guest), file=stream)
+    if run.in_cluster:
+        # nitro-evidence and the rehearsal read this line from the pod's log.
+        print(guest.line(), file=stream)
+    stream.flush()
 
 
 def _secrets(services: Services, layer: ConfinementLayer) -> dict[str, bytes]:

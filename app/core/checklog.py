@@ -39,15 +39,29 @@ class CheckLog:
     records: list[CheckRecord] = field(default_factory=list)
     # Told each section as it begins: the run's clock times the sections as its phases.
     on_section: Callable[[str], None] | None = None
+    # Only FAIL and SKIP lines, each section's header printed before its first of them.
+    quiet: bool = False
+    _header_due: bool = False
 
     def begin(self, section: str) -> None:
         """Names the group the following checks belong to (layer, files, network, ...)."""
         self.section = section
+        self._header_due = True
+        if not self.quiet:
+            self._header()
         if self.on_section is not None:
             self.on_section(section)
 
+    def _header(self) -> None:
+        self._header_due = False
+        print(f"== {self.section}", file=self.stream, flush=True)
+
     def _emit(self, record: CheckRecord) -> None:
         self.records.append(record)
+        if self.quiet and record.outcome == "PASS":
+            return
+        if self._header_due:
+            self._header()
         line = f"{record.outcome} {record.claim}"
         if record.detail and record.outcome != "PASS":
             line += f" ({record.detail})"

@@ -1,0 +1,130 @@
+"""The demo's page comparing the two layers' runs of one case, side by side.
+
+For every check (by its id) it sets the two layers' outcomes beside each other, with what each
+observed; a check only one layer makes is what only that layer proves. For every attack it
+sets each layer's answers beside the unconfined control's: the same refusal reached by
+different means shows as different errnos (ENOENT under bubblewrap, EACCES under nono).
+It is rendered from the two runs' own evidence.json and checks.json, escaped like report.html.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from app.controller.report_page import CheckView, check_views, render
+from app.core.roles import ROLES
+from app.tools.attacks import ATTACKS
+
+PAGE_NAME = "comparison-{first}-{second}.html"
+
+
+@dataclass(frozen=True)
+class LayerRun:
+    layer: str
+    out_dir: Path
+    evidence: Mapping[str, Any]
+    checks: list[CheckView]
+
+
+def load(out_dir: Path) -> LayerRun:
+    evidence = json.loads((out_dir / "evidence.json").read_text(encoding="utf-8"))
+    checks = json.loads((out_dir / "checks.json").read_text(encoding="utf-8"))
+    return LayerRun(str(evidence["layer"]), out_dir, evidence, check_views(checks))
+
+
+def key(check: CheckView) -> str:
+    """What names a check across layers: its id, or (before a run carries ids) its claim."""
+    return check.claim if check.id.startswith("#") else check.id
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    key: str
+    section: str
+    outcomes: list[CheckView | None]  # one per layer, None where the layer makes no such check
+
+    @property
+    def only(self) -> int | None:
+        present = [i for i, outcome in enumerate(self.outcomes) if outcome is not None]
+        return present[0] if len(present) == 1 else None
+
+
+def check_rows(runs: Sequence[LayerRun]) -> list[CheckRow]:
+    order: dict[str, CheckRow] = {}
+    for index, run in enumerate(runs):
+        for check in run.checks:
+            row = order.setdefault(
+                key(check), CheckRow(key(check), check.section, [None] * len(runs))
+            )
+            row.outcomes[index] = check
+    return list(order.values())
+
+
+@dataclass(frozen=True)
+class AttackRow:
+    attack: str
+    probe: str
+    control: str
+    answers: list[str]  # per layer: the roles' answer, or each role's where they differ
+
+
+def _roles_answer(evidence: Mapping[str, Any], probe: str) -> str:
+    roles = evidence.get("attack_answers", {}).get("roles", {})
+    seen = {role: str(roles.get(role, {}).get(probe, "not tried")) for role in ROLES}
+    if len(set(seen.values())) == 1:
+        return next(iter(seen.values()))
+    return ", ".join(f"{role} {answer}" for role, answer in seen.items())
+
+
+def attack_rows(runs: Sequence[LayerRun]) -> list[AttackRow]:
+    rows = []
+    for attack in ATTACKS:
+        for probe in attack.probes:
+            control = runs[0].evidence.get("attack_answers", {}).get("control", {})
+            rows.append(
+                AttackRow(
+                    attack.key,
+                    probe,
+                    str(control.get(probe, "not tried")),
+                    [_roles_answer(run.evidence, probe) for run in runs],
+                )
+            )
+    return rows
+
+
+def render_comparison(runs: Sequence[LayerRun], page_dir: Path) -> bytes:
+    rows = check_rows(runs)
+    return render(
+        "comparison.html.j2",
+        runs=runs,
+        links=[os.path.relpath(run.out_dir / "report.html", page_dir) for run in runs],
+        rows=rows,
+        only=[[row for row in rows if row.only == i] for i in range(len(runs))],
+        attacks=attack_rows(runs),
+    )
+
+
+def write_layer_comparison(out_dirs: Sequence[Path]) -> Path:
+    """Writes the page beside the runs' folders (runs/); returns its path."""
+    runs = [load(path) for path in out_dirs]
+    parent = Path(*_common(out_dirs))
+    page = parent / PAGE_NAME.format(
+        first=runs[0].evidence["run_id"][:8], second=runs[1].evidence["run_id"][:8]
+    )
+    page.write_bytes(render_comparison(runs, parent))
+    return page
+
+
+def _common(paths: Sequence[Path]) -> tuple[str, ...]:
+    parts = [path.resolve().parts for path in paths]
+    common: list[str] = []
+    for step in zip(*parts, strict=False):
+        if len(set(step)) != 1:
+            break
+        common.append(step[0])
+    return tuple(common)

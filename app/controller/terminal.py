@@ -1,0 +1,101 @@
+"""What a person reads on the terminal besides the check lines: the guest readings in words, the
+closing summary of a run (the recommended supplier, a count per section, where the report is),
+and the demo's last lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from app.controller.guest import GuestReadings
+from app.core.checklog import CheckRecord
+
+
+@dataclass(frozen=True)
+class SectionCount:
+    section: str
+    passed: int
+    skipped: int
+    failed: int
+
+
+def section_counts(records: Sequence[CheckRecord]) -> list[SectionCount]:
+    """Each section in the order it began, with its outcomes counted."""
+    counts: dict[str, list[int]] = {}
+    for record in records:
+        row = counts.setdefault(record.section, [0, 0, 0])
+        row[("PASS", "SKIP", "FAIL").index(record.outcome)] += 1
+    return [SectionCount(name, *row) for name, row in counts.items()]
+
+
+def count_table(counts: Sequence[SectionCount]) -> list[str]:
+    width = max([len("section"), *(len(c.section) for c in counts)])
+    lines = [f"  {'section':<{width}}  passed  skipped  failed"]
+    for c in counts:
+        lines.append(f"  {c.section:<{width}}  {c.passed:>6}  {c.skipped:>7}  {c.failed:>6}")
+    return lines
+
+
+def _uptime(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def guest_in_words(guest: GuestReadings) -> str:
+    """The four readings as a sentence, and what they say about hardware isolation."""
+    devices = " ".join(guest.block_devices) or "none"
+    product = guest.product_name or "none"
+    if "enclave" in product.lower():
+        meaning = "an enclave's name, as a hardware-isolated sandbox's guest reports"
+    else:
+        meaning = "no enclave named, so nothing here shows a hardware-isolated sandbox"
+    return (
+        f"guest: kernel {guest.kernel}, up {_uptime(guest.uptime_seconds)}, block devices "
+        f"{devices}; product name {product}: {meaning}"
+    )
+
+
+@dataclass(frozen=True)
+class Closing:
+    """What the end of a complete run says."""
+
+    run_id: str
+    passed: int
+    skipped: int
+    recommended: str  # "Northstar Office Systems (northstar)"
+    counts: list[SectionCount]
+    model: str
+    out_dir: Path
+    report_uri: str
+
+    @property
+    def report_page(self) -> Path:
+        return self.out_dir / "report.html"
+
+    def lines(self) -> list[str]:
+        lines = [f"ANALYST_COMPLETE={self.run_id}", f"{self.passed} checks passed"]
+        if self.skipped:
+            lines.append(f"  {self.skipped} skipped (listed above with the reason; not counted)")
+        lines += [
+            f"  recommended supplier: {self.recommended}",
+            *count_table(self.counts),
+            f"  model: {self.model}",
+            f"  report:         {self.report_page}",
+            f"  recommendation: {self.out_dir / 'recommendation.md'}",
+            f"  evidence:       {self.out_dir / 'evidence.json'}",
+            f"  store report:   {self.report_uri}",
+        ]
+        return lines
+
+
+def demo_ending(reports: Sequence[tuple[str, Path]], comparison: Path) -> list[str]:
+    """The demo's last lines: each layer's report page, then the page comparing them."""
+    width = max(len(layer) for layer, _ in reports)
+    lines = ["==> open these in a browser (each is one self-contained file)"]
+    lines += [f"  {layer + ':':<{width + 1}} {page}" for layer, page in reports]
+    lines.append(f"  {'both:':<{width + 1}} {comparison}")
+    return lines
