@@ -12,8 +12,9 @@ $(READY): requirements.txt requirements-runtime.txt requirements.lock scripts/bo
 demo: $(READY)
 	$(PY) -m app.controller demo
 
-## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration)
+## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration, report.html in headless Chromium)
 test: $(READY)
+	@scripts/browser.sh
 	$(PY) -m pytest -q
 
 ## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
