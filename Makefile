@@ -3,7 +3,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.installed
 
-.PHONY: demo test bench policies policies-check manifests rehearse lint clean
+.PHONY: demo test report-screenshot bench policies policies-check manifests rehearse lint clean
 
 $(READY): requirements.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV)
@@ -16,6 +16,11 @@ demo: $(READY)
 test: $(READY)
 	@scripts/browser.sh
 	$(PY) -m pytest -q
+
+## report-screenshot: re-render docs/images/report.png, the README's picture of a report, from a real run
+report-screenshot: $(READY)
+	@scripts/browser.sh
+	PYTHONPATH=. $(PY) scripts/report_screenshot.py
 
 ## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
 bench: $(READY)

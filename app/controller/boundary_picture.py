@@ -303,7 +303,8 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
     layer = evidence["layer"]
     views = role_views(evidence)
     shown = Picture(WIDTH, 0, roles=views)
-    top = 70.0
+    product = enclave(evidence.get("guest", {}))
+    top = 70.0 if product else 30.0
     controller_lines = _controller_lines(evidence)
     controller = Box(
         CONTROLLER_X,
@@ -335,7 +336,6 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
     pod = Box(
         POD_X, top, OUTSIDE_X - POD_X - 40, pod_bottom - top, "pod", "the analyst pod", (), "pod"
     )
-    product = enclave(evidence.get("guest", {}))
     if product:
         shown.frames.append(
             Box(
@@ -381,7 +381,7 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
         "AWS: S3, STS, the model",
         (
             _fit(str(evidence.get("endpoints", {}).get("bucket", "")), OUTSIDE_W),
-            _fit("reached by the controller alone", OUTSIDE_W),
+            _fit("the controller's alone", OUTSIDE_W),
         ),
         "aws",
     )

@@ -105,9 +105,10 @@ class _Pipe:
             pass
 
 
-def screenshot(page: Path, width: int, scale: float = 1.0) -> Shot:
-    """The whole page laid out at ``width`` CSS pixels, captured at ``scale`` (a quarter is
-    enough to look at every part of it), and its scroll size at that width."""
+def screenshot(page: Path, width: int, scale: float = 1.0, max_height: int | None = None) -> Shot:
+    """The whole page laid out at ``width`` CSS pixels (or its top ``max_height`` pixels),
+    captured at ``scale`` (a quarter is enough to look at every part of it), and its scroll
+    size at that width."""
     to_browser_r, to_browser_w = os.pipe()
     from_browser_r, from_browser_w = os.pipe()
 
@@ -150,12 +151,13 @@ def screenshot(page: Path, width: int, scale: float = 1.0) -> Shot:
                 returnByValue=True,
             )["result"]["value"]
             scroll_width, scroll_height = int(size[0]), int(size[1])
+            height = min(scroll_height, max_height or scroll_height)
             shot = pipe.call(
                 "Page.captureScreenshot",
                 session,
                 format="png",
                 captureBeyondViewport=True,
-                clip={"x": 0, "y": 0, "width": width, "height": scroll_height, "scale": scale},
+                clip={"x": 0, "y": 0, "width": width, "height": height, "scale": scale},
             )
             pipe.call("Browser.close")
         finally:
