@@ -15,8 +15,8 @@ from typing import NoReturn, TextIO
 
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
-from app.controller.layer_comparison import write_layer_comparison
 from app.controller.guest_comparison import Verdict
+from app.controller.layer_comparison import write_layer_comparison
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, stop_on_signals

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from app.controller.correlation import CorrelationResult
+from app.controller.call_correlation import CorrelationResult
 from app.controller.guest import GuestReadings
 from app.core.case import Case
 from app.tools.layer import LayerReadings

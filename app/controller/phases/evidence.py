@@ -8,8 +8,8 @@ from typing import Any
 
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
-from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
 from app.controller.report_page import ReportInputs, render_report
+from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
 from app.core.files import json_bytes
 from app.core.run import Run
 
