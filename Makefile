@@ -1,15 +1,21 @@
-# The README's commands. `make demo` and `make test` set everything up on first use.
+# The README's commands. `make demo` and `make test` set everything up on first use: a local run
+# needs only what running a case needs (LOCAL); the tests, lint, the Pulumi program and the
+# rehearsal add the development toolchain (READY).
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
+LOCAL  := $(VENV)/.installed-local
 READY  := $(VENV)/.installed
 
 .PHONY: demo test report-screenshot bench policies policies-check manifests rehearse lint clean
 
-$(READY): requirements.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
-	@scripts/bootstrap.sh $(VENV)
+$(LOCAL): requirements-local.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(VENV) local
+
+$(READY): requirements.txt requirements-local.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
+	@scripts/bootstrap.sh $(VENV) dev
 
 ## demo: run the sample case rfp-001 under bubblewrap, then nono, and print every check
-demo: $(READY)
+demo: $(LOCAL)
 	$(PY) -m app.controller demo
 
 ## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration, report.html in headless Chromium)
@@ -23,16 +29,16 @@ report-screenshot: $(READY)
 	PYTHONPATH=. $(PY) scripts/report_screenshot.py
 
 ## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
-bench: $(READY)
+bench: $(LOCAL)
 	$(PY) -m bench
 
 ## policies: re-render the committed confinement policies under policies/
-policies: $(READY)
+policies: $(LOCAL)
 	$(PY) -m app.tools.bubblewrap.render
 	$(PY) -m app.tools.nono.render
 
 ## policies-check: fail if policies/ and the code disagree
-policies-check: $(READY)
+policies-check: $(LOCAL)
 	$(PY) -m app.tools.bubblewrap.render --check
 	$(PY) -m app.tools.nono.render --check
 
