@@ -11,8 +11,8 @@ Not delivered by SPO: the AppArmor profile. SPO's AppArmorProfile (v1.0.0, api/a
 v1) takes only an abstract allow list (executables, file paths, network, capabilities) from
 which SPO writes a template with no pivot_root rule and no mount rules but a blanket one behind
 a capability; bwrap's pivot_root and mounts cannot be expressed. Nodes that enforce AppArmor
-load policies/bubblewrap/container-apparmor.profile themselves (docs/deploying.md), and `nodeAppArmor`
-makes the pod reference it.
+load policies/bubblewrap/container-apparmor.profile themselves (docs/deploying.md), and
+`nodeAppArmor` makes the pod reference it.
 """
 
 from __future__ import annotations
