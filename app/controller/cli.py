@@ -9,6 +9,7 @@ and 128 plus the signal's number when a signal stopped it: 129 SIGHUP, 130 SIGIN
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -224,6 +225,10 @@ def _commands(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The run's files take the modes the code gives them, never the caller's umask (one of 027
+    # once left the tools unable to read their inputs): what must be private is made so by its
+    # own mode (0600, 0440, 0700), and everything else is made under this conventional mask.
+    os.umask(0o022)
     args = _parser().parse_args(argv)
     try:
         with stop_on_signals():

@@ -1,7 +1,9 @@
 """`doctor`: every prerequisite of each layer here, PASS or FAIL, with the fix for each FAIL.
 
-The layers' lists are the ones their preflight stops on (app/tools/*/preflight, prerequisites);
-doctor evaluates all of them instead of stopping at the first. In cluster mode
+Each layer's list opens with what `run` refuses as bad input before it creates anything (the
+work directory, the file size limit: the same checks, in the same words), then the list the
+layer's preflight stops on (app/tools/*/preflight, prerequisites); doctor evaluates all of them
+instead of stopping at the first. In cluster mode
 (ANALYST_MODE=cluster) it adds what the pod must have been given: the EKS Pod Identity
 variables and token, the Job's settings, and a supplier Service that resolves and answers.
 """
@@ -10,16 +12,19 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TextIO, assert_never
 from urllib.parse import urlsplit
 
 from app.controller.environment import CLUSTER_BASE, ClusterMode, SettingMissing
+from app.controller.limits import check_file_size_limit
+from app.controller.workdir import check_work_base
 from app.core import cluster_env
+from app.core.errors import BadInput, shown
 from app.core.roles import Layer
-from app.core.run_tree import DEFAULT_LOCAL_BASE, ToolIdentity
+from app.core.run_tree import DEFAULT_LOCAL_BASE, MAX_OUTPUT_FILE_BYTES, ToolIdentity
 from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv
 from app.tools.bubblewrap.preflight import BwrapPrerequisites
 from app.tools.nono.prerequisites import NonoPrerequisites
@@ -29,6 +34,10 @@ CONNECT_TIMEOUT_SECONDS = 5
 POD_IDENTITY_SET = "EKS Pod Identity gave this pod its variables"
 SETTINGS_SET = "the Job's settings are set and well formed"
 SUPPLIER_RESOLVES = "the supplier Service's name resolves"
+WORK_DIR_HOLDS_A_RUN = "the work directory can hold a run's tree (name, length, place, writable)"
+FILE_SIZE_LIMIT = (
+    f"the file size limit (ulimit -f) is at least a tool's own, {MAX_OUTPUT_FILE_BYTES} bytes"
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,26 @@ class DoctorOptions:
 
 def in_cluster(environ: Mapping[str, str]) -> bool:
     return environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE
+
+
+def _finding(check: Callable[[], str]) -> Finding:
+    """A check that `run` makes before anything exists, as doctor reports it: the same words."""
+    try:
+        found = check()
+    except BadInput as error:
+        return missing(error.message, error.remedy or "see the message")
+    return holds(found)
+
+
+def run_settings(layer: Layer, directory: Path) -> list[Prerequisite]:
+    """What a run under ``layer`` refuses before it creates anything (bad input to `run`)."""
+    return [
+        Prerequisite(
+            WORK_DIR_HOLDS_A_RUN,
+            lambda: _finding(lambda: shown(check_work_base(directory, (layer,)))),
+        ),
+        Prerequisite(FILE_SIZE_LIMIT, lambda: _finding(check_file_size_limit)),
+    ]
 
 
 def layer_prerequisites(layer: Layer, tool: ToolIdentity, directory: Path) -> list[Prerequisite]:
@@ -170,7 +199,7 @@ def doctor(options: DoctorOptions, stream: TextIO) -> bool:
             f"{tool.uid}, work directory {base})",
             file=stream,
         )
-        outcomes = evaluate(layer_prerequisites(layer, tool, base))
+        outcomes = evaluate([*run_settings(layer, base), *layer_prerequisites(layer, tool, base)])
         for outcome in outcomes:
             _print(outcome, stream)
         short = [o for o in [*shared, *outcomes] if not o.ok]

@@ -18,11 +18,11 @@ import shutil
 import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from types import TracebackType
 from typing import Final
 
-from app.core.errors import BadInput, RunStopped
+from app.core.errors import BadInput, RunStopped, shown
 
 STAGING_MARK: Final = ".partial-"
 OPTION: Final = "--out"
@@ -49,12 +49,23 @@ class OutTarget:
 
 
 def _refuse(path: Path, problem: str, remedy: str) -> OutUnusable:
-    return OutUnusable(f"{OPTION} {path}: {problem}", remedy)
+    return OutUnusable(f"{OPTION} {shown(path)}: {problem}", remedy)
+
+
+def _check_text(path: Path) -> None:
+    if not str(path).isprintable():
+        raise _refuse(
+            path,
+            "holds a control or invisible character (or bytes that are not UTF-8): the run's "
+            "last lines name the report's files, one line each",
+            "pass a path of printable characters",
+        )
 
 
 def check_target(path: Path, *, create_parent: bool) -> OutTarget:
-    """Refuses a report folder that is a file, a link, a mount point or not empty, or whose
-    parent is missing; creates nothing."""
+    """Refuses a report folder that is a file, a link, a mount point or not empty, whose parent
+    is missing, or whose name a line of output cannot carry; creates nothing."""
+    _check_text(path)
     path = Path(os.path.abspath(path))
     try:
         st: os.stat_result | None = os.lstat(path)
@@ -82,10 +93,33 @@ def check_target(path: Path, *, create_parent: bool) -> OutTarget:
 def check_parent(path: Path) -> None:
     """A folder the run makes its report folders in (runs/, the demo's --out): if it exists,
     it must be a folder."""
+    _check_text(path)
     path = Path(os.path.abspath(path))
     for step in [*reversed(path.parents), path]:
         if step.exists() and not step.is_dir():
             raise _refuse(path, f"{step} is a file, not a folder", "pass a folder, or a new path")
+
+
+def check_apart(out: Path, work_base: Path) -> None:
+    """Refuses a report folder (or the demo's folder of them) and a work directory that are the
+    same folder or one inside the other: a run's tree in the report folder would be published
+    with it (or keep it from being published), and a report in the work directory would sit
+    among the run trees a later run sweeps."""
+    report = PurePosixPath(os.path.realpath(out))
+    work = PurePosixPath(os.path.realpath(work_base))
+    if report == work:
+        relation = "is the work directory itself"
+    elif work in report.parents:
+        relation = "lies inside the work directory"
+    elif report in work.parents:
+        relation = "holds the work directory"
+    else:
+        return
+    raise _refuse(
+        out,
+        f"{relation} (--workdir {shown(work_base)})",
+        "give the report files and the run's private directories separate folders",
+    )
 
 
 def _require_empty(path: Path, remedy: str) -> None:

@@ -28,7 +28,8 @@ from app.controller.evidence_document import (
     RunFacts,
 )
 from app.controller.guest import GuestReadings, read_guest
-from app.controller.output import OutClaim, OutTarget, check_parent, check_target
+from app.controller.limits import check_file_size_limit
+from app.controller.output import OutClaim, OutTarget, check_apart, check_parent, check_target
 from app.controller.phases.business import business
 from app.controller.phases.cluster import cluster_mounts_and_names
 from app.controller.phases.correlation import correlation
@@ -40,7 +41,7 @@ from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.provenance import provenance
-from app.controller.shipped_layers import LayerFactory, shipped_layer, work_dir_conflicts
+from app.controller.shipped_layers import LayerFactory, shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
@@ -107,18 +108,21 @@ class RunPlan:
 
 
 def plan_run(options: RunOptions) -> RunPlan:
-    """Checks the case, the mode's settings, --workdir and --out; raises BadInput (exit 2)
-    naming the file, setting or option, before anything is created."""
+    """Checks the case, the mode's settings, the process limits, --workdir and --out; raises
+    BadInput (exit 2) naming the file, setting, limit or option, before anything is created."""
     folder = load_case_folder(options.case_dir)
     mode = mode_from_environment()
+    check_file_size_limit()
     layers = options.workdir_layers or (options.layer,)
-    base = check_work_base(options.work_base or mode.default_base, work_dir_conflicts(layers))
+    base = check_work_base(options.work_base or mode.default_base, layers)
     run_id = new_run_id()
     if options.out_dir is not None:
         out = check_target(options.out_dir, create_parent=False)
+        check_apart(out.path, base)
     else:
         parent = options.out_parent or mode.default_out_parent
         check_parent(parent)
+        check_apart(parent if options.out_parent else parent / options.layer.value, base)
         out = check_target(parent / options.layer.value / run_id, create_parent=True)
     return RunPlan(options, folder, mode, base, run_id, out)
 

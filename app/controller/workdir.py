@@ -16,17 +16,27 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Callable, Iterator, Mapping
+import tempfile
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Final
 
-from app.core.errors import BadInput
-from app.core.run_tree import RunPaths, ToolIdentity, create_run
+from app.controller.shipped_layers import work_dir_conflicts
+from app.core.errors import BadInput, shown
+from app.core.roles import Layer
+from app.core.run_tree import (
+    MAX_SOCKET_PATH_BYTES,
+    RUN_ID_CHARS,
+    RunPaths,
+    ToolIdentity,
+    create_run,
+    longest_socket_path,
+)
 
 RUN_LOCK: Final = "run.lock"
 OPTION: Final = "--workdir"
-_RUN_ID: Final = re.compile(r"^[0-9a-f]{32}$")
+_RUN_ID: Final = re.compile(rf"^[0-9a-f]{{{RUN_ID_CHARS}}}$")
 
 
 class WorkdirUnusable(BadInput):
@@ -34,15 +44,24 @@ class WorkdirUnusable(BadInput):
 
 
 def _refuse(path: Path, problem: str, remedy: str) -> WorkdirUnusable:
-    return WorkdirUnusable(f"{OPTION} {path}: {problem}", remedy)
+    return WorkdirUnusable(f"{OPTION} {shown(path)}: {problem}", remedy)
 
 
-def check_work_base(base: Path, conflicts: Mapping[PurePosixPath, str]) -> Path:
-    """Refuses a work directory that is relative, a file, has no parent, or lies where a tool
-    process sees something else than the controller (``conflicts``: such a place, and a clause
-    saying what). Creates nothing."""
+# What nono-py 0.16.0 refuses in the file:// URI of its proxy's credential (the supplier key,
+# which a run keeps under the work directory): these characters, and a ".." segment. Measured
+# against nono-py itself (tests/integration/test_workdir.py probes every ASCII character).
+NONO_REFUSED_CHARACTERS: Final = frozenset("\n\r$&;<>`|")
+
+
+def check_work_base(base: Path, layers: Collection[Layer]) -> Path:
+    """Refuses a work directory that any part of a run under these layers would trip over:
+    relative, a file, no parent, where a tool process sees something else than the controller,
+    a name a layer or a check line cannot carry, too long for the run's sockets, or not
+    writable. Creates nothing: the writability probe is a folder made and removed at once."""
+    _check_text(base, layers)
     if not base.is_absolute():
         raise _refuse(base, "must be an absolute path", "for example /var/tmp/analyst")
+    _check_length(base)
     try:
         st: os.stat_result | None = os.stat(base)
     except FileNotFoundError:
@@ -54,18 +73,82 @@ def check_work_base(base: Path, conflicts: Mapping[PurePosixPath, str]) -> Path:
         raise _refuse(base, "is a file, not a folder", "pass a folder, or a new path")
     if st is None and not base.parent.is_dir():
         raise _refuse(
-            base, f"its parent {base.parent} is not an existing folder", "create it first"
+            base, f"its parent {shown(base.parent)} is not an existing folder", "create it first"
         )
+    conflicts = work_dir_conflicts(layers)
     real = PurePosixPath(os.path.realpath(base))
     for place, why in sorted(conflicts.items()):
         if real == place or place in real.parents:
             raise _refuse(
                 base,
-                f"{real} lies in {place}, {why}",
+                f"{shown(real)} lies in {place}, {why}",
                 f"pass a folder outside {', '.join(sorted(map(str, conflicts)))}, such as the "
                 "default /var/tmp/analyst",
             )
+    _check_writable(base, exists=st is not None)
     return base
+
+
+def _check_text(base: Path, layers: Collection[Layer]) -> None:
+    text = str(base)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _refuse(
+            base,
+            "is not valid UTF-8: the run's paths go into its JSON records and check lines",
+            "pass a path made of UTF-8 text",
+        ) from None
+    if not text.isprintable():
+        raise _refuse(
+            base,
+            "holds a control or invisible character: every check line names the run's paths, "
+            "one line each",
+            "pass a path of printable characters",
+        )
+    if Layer.NONO in layers:
+        refused = sorted(NONO_REFUSED_CHARACTERS & set(text))
+        if refused or ".." in base.parts:
+            what = " ".join(refused) if refused else "a .. segment"
+            raise _refuse(
+                base,
+                f"holds {what}, which nono refuses in the path of the key its proxy reads",
+                "pass a path without $ & ; < > ` | or .. for the nono layer",
+            )
+
+
+def _check_length(base: Path) -> None:
+    socket_path = longest_socket_path(base)
+    size = len(os.fsencode(socket_path))
+    if size > MAX_SOCKET_PATH_BYTES:
+        spare = size - len(os.fsencode(base))
+        below_run = socket_path.relative_to(base).parts[1:]
+        pattern = shown(base.joinpath("<run id>", *below_run))
+        raise _refuse(
+            base,
+            f"is too long: a run binds a unix socket at {pattern}, {size} bytes with its "
+            f"{RUN_ID_CHARS}-character run id, over the {MAX_SOCKET_PATH_BYTES} a socket's "
+            "path can hold",
+            f"pass a folder of at most {MAX_SOCKET_PATH_BYTES - spare} bytes, such as the "
+            "default /var/tmp/analyst",
+        )
+
+
+def _check_writable(base: Path, *, exists: bool) -> None:
+    """Makes a folder where the run will make its own (in the base, or for a new base in its
+    parent) and removes it: the one test that sees read-only mounts, quotas of inodes and file
+    systems such as /proc that refuse folders whatever the modes say."""
+    where = base if exists else base.parent
+    try:
+        probe = tempfile.mkdtemp(prefix=".analyst-probe-", dir=where)
+    except OSError as error:
+        made = "a folder in it" if exists else "it"
+        raise _refuse(
+            base,
+            f"cannot be written: creating {made} fails ({error.strerror})",
+            "pass a folder on a writable filesystem",
+        ) from None
+    os.rmdir(probe)
 
 
 def _remove_tree(path: Path) -> None:

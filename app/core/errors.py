@@ -6,7 +6,15 @@ is not one of them is a defect in the program, and is left to show its traceback
 
 from __future__ import annotations
 
+from os import PathLike
 from typing import ClassVar
+
+
+def shown(value: str | PathLike[str]) -> str:
+    """A value as one line of a message can carry it: as it is when every character prints,
+    else quoted with its control characters, invisible ones and undecodable bytes escaped."""
+    text = str(value)
+    return text if text.isprintable() else repr(text)
 
 
 class AnalystError(Exception):

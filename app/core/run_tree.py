@@ -120,12 +120,37 @@ class RunPaths:
     def run(self) -> Path:
         return self.top / "run"
 
+    @property
+    def attacks(self) -> Path:
+        """Where the attacks section puts the unix socket it aims the tools at."""
+        return self.top / "attacks"
+
+    @property
+    def attack_socket(self) -> Path:
+        return self.attacks / "controller.sock"
+
+    def sockets(self) -> tuple[Path, ...]:
+        """Every unix socket path the run binds, for the length check made before it starts."""
+        return (self.attack_socket,)
+
     def workspace(self, role: Role) -> RoleWorkspace:
         return RoleWorkspace(role, self.run / role)
 
 
+RUN_ID_CHARS: Final = 32
+# unix(7): a socket's path fits in sun_path's 108 bytes with its terminating NUL.
+MAX_SOCKET_PATH_BYTES: Final = 107
+
+
 def new_run_id() -> str:
-    return secrets.token_hex(16)
+    return secrets.token_hex(RUN_ID_CHARS // 2)
+
+
+def longest_socket_path(base: Path) -> Path:
+    """The longest unix socket path a run under ``base`` binds: every run id has the same
+    length, so this is computed from the layout, for any run."""
+    run_id = "0" * RUN_ID_CHARS
+    return max(RunPaths(run_id, base / run_id).sockets(), key=lambda p: len(os.fsencode(p)))
 
 
 def _mkdir(path: Path, mode: int, owner: ToolIdentity | None = None) -> None:

@@ -74,11 +74,11 @@ def targets(run: Run) -> Iterator[Targets]:
         if tcp4 is None:
             raise OSError("cannot listen on 127.0.0.1")
         tcp6 = _listener(socket.AF_INET6, "::1", stack)
-        directory = run.paths.top / "attacks"
+        directory = run.paths.attacks
         directory.mkdir(mode=0o755)
         os.chmod(directory, 0o755)
         stack.callback(_remove_tree, directory)
-        path = directory / "controller.sock"
+        path = run.paths.attack_socket
         unix = stack.enter_context(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM))
         unix.bind(str(path))
         os.chmod(path, 0o666)  # connecting needs write permission on the socket file

@@ -80,9 +80,9 @@ def test_every_prerequisite_holds_here_and_doctor_exits_0() -> None:
     completed = _run(DOCTOR)
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert _lines(completed, "FAIL ") == [] and _lines(completed, "SKIP ") == []
-    assert len(_lines(completed, "PASS ")) == 11 + 5
-    assert "bubblewrap can run here: all 11 prerequisites hold" in completed.stdout
-    assert "nono can run here: all 5 prerequisites hold" in completed.stdout
+    assert len(_lines(completed, "PASS ")) == 13 + 7
+    assert "bubblewrap can run here: all 13 prerequisites hold" in completed.stdout
+    assert "nono can run here: all 7 prerequisites hold" in completed.stdout
 
 
 def test_without_bwrap_on_path_doctor_and_preflight_name_it(out_dir: Path) -> None:
@@ -94,7 +94,7 @@ def test_without_bwrap_on_path_doctor_and_preflight_name_it(out_dir: Path) -> No
     # What needs bwrap is not checked, and says so; the rest is still checked.
     skipped = _lines(completed, "SKIP ")
     assert len(skipped) == 4 and all('it needs "bwrap is on PATH"' in s for s in skipped)
-    assert len(_lines(completed, "PASS ")) == 6
+    assert len(_lines(completed, "PASS ")) == 8
     ran = _run([*RUN_BUBBLEWRAP, "--workdir", str(out_dir / "w"), "--out", str(out_dir / "o")], env)
     assert ran.returncode == 3
     assert ran.stderr.strip().splitlines()[-1] == (

@@ -3,6 +3,7 @@ the cluster environment, each refused with exit 2 before anything exists."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 from app.core import cluster_env
 from tests.support.cluster_settings import cluster_environment
 from tests.support.input_folder import (
+    ESC,
     Folder,
     Row,
     claimed_by_a_live_run,
@@ -23,6 +25,12 @@ def out_row(name: str, prepare: Callable[[Folder], object], fragment: str) -> Ro
         return f.argv()
 
     return Row(name, build, fragment)
+
+
+def long_work_dir(f: Folder, length: int) -> Path:
+    """A work directory in the row's folder whose path is ``length`` characters long."""
+    name = "w" * (length - len(str(f.base)) - 1)
+    return f.base / name
 
 
 OPTION_ROWS = [
@@ -116,6 +124,85 @@ OPTION_ROWS = [
         "demo --workdir in /tmp, fine for nono but not bubblewrap",
         lambda f: f.argv(command="demo", workdir=outside_path(f, Path("/tmp/analyst-demo"))),
         "lies in /tmp",
+    ),
+    Row(
+        "--workdir too long for the socket a run binds",
+        lambda f: f.argv(workdir=long_work_dir(f, 51)),
+        "is too long: a run binds a unix socket at",
+    ),
+    Row(
+        "--workdir with a newline under bubblewrap",
+        lambda f: f.argv(workdir=f.base / "wo\nrk"),
+        "wo\\nrk': holds a control or invisible character",
+    ),
+    Row(
+        "--workdir with a newline under nono",
+        lambda f: f.argv(workdir=f.base / "wo\nrk", layer="nono"),
+        "holds a control or invisible character: every check line names the run's paths",
+    ),
+    Row(
+        "--workdir with an escape sequence",
+        lambda f: f.argv(workdir=f.base / f"{ESC}[31mwork"),
+        "\\x1b[31mwork': holds a control or invisible character",
+    ),
+    Row(
+        "--workdir not UTF-8",
+        lambda f: f.argv(workdir=os.fsdecode(os.fsencode(f.base) + b"/w\xffrk")),
+        "\\udcffrk': is not valid UTF-8",
+    ),
+    Row(
+        "--workdir with $ under nono",
+        lambda f: f.argv(workdir=f.base / "a$b", layer="nono"),
+        "holds $, which nono refuses in the path of the key its proxy reads",
+    ),
+    Row(
+        "--workdir with a .. segment under nono",
+        lambda f: (f.work.mkdir(), f.argv(workdir=f"{f.work}/../work", layer="nono"))[1],
+        "holds a .. segment, which nono refuses",
+    ),
+    Row(
+        "--workdir inside /proc under nono",
+        lambda f: f.argv(workdir=outside_path(f, Path("/proc/analyst-work")), layer="nono"),
+        "/proc/analyst-work: cannot be written: creating it fails (No such file or directory)",
+    ),
+    Row(
+        "--workdir inside /sys",
+        lambda f: f.argv(workdir=outside_path(f, Path("/sys/fs/analyst-work"))),
+        "cannot be written: creating it fails (Operation not permitted)",
+    ),
+    # --- --out and --workdir together ----------------------------------------------------------
+    Row(
+        "--out is the --workdir",
+        lambda f: f.argv(workdir=f.work, out=f.work),
+        "is the work directory itself (--workdir",
+    ),
+    Row(
+        "--out inside the --workdir",
+        lambda f: (f.work.mkdir(), f.argv(out=f.work / "out"))[1],
+        "lies inside the work directory (--workdir",
+    ),
+    Row(
+        "--workdir inside --out",
+        lambda f: (f.out.mkdir(), f.argv(workdir=f.out / "work"))[1],
+        "holds the work directory (--workdir",
+    ),
+    Row(
+        "demo --out holds the --workdir",
+        lambda f: (
+            f.out.mkdir(),
+            f.argv("--out", str(f.out), command="demo", workdir=f.out / "work"),
+        )[1],
+        "holds the work directory (--workdir",
+    ),
+    Row(
+        "--out with a newline",
+        lambda f: f.argv(out=f.base / "o\nut"),
+        "o\\nut': holds a control or invisible character",
+    ),
+    Row(
+        "--out with a right-to-left override",
+        lambda f: f.argv(out=f.base / "out\u202etxt.md"),
+        "\\u202etxt.md': holds a control or invisible character",
     ),
     # --- the command line and the cluster's settings -------------------------------------------
     Row("unknown layer", lambda f: f.argv(layer="docker"), "invalid choice: 'docker'"),

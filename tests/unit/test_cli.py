@@ -103,8 +103,8 @@ def test_a_machine_without_bwrap_exits_3_naming_the_fix(work_base: Path) -> None
     # The interpreter (moto runs on it too) is found by absolute path; only bwrap is looked up.
     env = {"PATH": "/nonexistent", "HOME": os.environ.get("HOME", "/root")}
     done = _controller(
-        "run", "--layer", "bubblewrap", "--workdir", str(work_base), "--out", str(work_base / "o"),
-        env=env,
+        "run", "--layer", "bubblewrap", "--workdir", str(work_base / "w"),
+        "--out", str(work_base / "o"), env=env,
     )  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert done.stderr.strip() == (
@@ -122,7 +122,7 @@ def test_a_case_with_no_eligible_supplier_stops_the_run_exit_1(
         json.dumps({"northstar": False, "harbor": True, "cedar": True})
     )
     done = _controller(
-        "run", "--layer", "bubblewrap", "--case", str(case), "--workdir", str(work_base),
+        "run", "--layer", "bubblewrap", "--case", str(case), "--workdir", str(work_base / "w"),
         "--out", str(work_base / "o"),
     )  # fmt: skip
     assert done.returncode == 1, done.stderr
@@ -133,7 +133,7 @@ def test_a_case_with_no_eligible_supplier_stops_the_run_exit_1(
 def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> None:
     out = work_base / "o"
     done = _controller(
-        "run", "--layer", "bubblewrap", "--workdir", str(work_base), "--out", str(out)
+        "run", "--layer", "bubblewrap", "--workdir", str(work_base / "w"), "--out", str(out)
     )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from app.controller.phases.identity import StoredCase
 from app.core.files import json_bytes
 from app.core.run import Run
@@ -14,7 +16,9 @@ def stage_inputs(run: Run, stored: StoredCase) -> None:
     # The reader's case file belongs to the tool's uid, so a refused write through its input
     # is the layer's doing and not the file's mode.
     stage_file(reader_in / "case.json", stored.case_bytes, tool, tool_owned=True)
-    (reader_in / "proposals").mkdir(mode=0o755)
+    proposals = reader_in / "proposals"
+    proposals.mkdir(mode=0o755)
+    os.chmod(proposals, 0o755)  # the tool's uid must list it, whatever mkdir's umask made of it
     for supplier_id, data in stored.proposal_bytes.items():
         stage_file(reader_in / "proposals" / f"{supplier_id}.json", data, tool, tool_owned=False)
     private = {"draft_reference": f"DR-{run.run_id[:8]}", "note": "writer's private notes"}
