@@ -71,3 +71,49 @@ def test_docker_buildx_is_ready_before_pulumi_runs(workflow: dict[str, Any], nam
     assert buildx < pulumi
     dev = yaml.safe_load((REPO_ROOT / "Pulumi.dev.yaml").read_text())["config"]
     assert dev["procurement-analyst:imageMode"] == "build"
+
+
+def _step(job: dict[str, Any], action: str) -> dict[str, Any]:
+    (step,) = [s for s in job["steps"] if s.get("uses", "").startswith(f"{action}@")]
+    return step
+
+
+def test_a_pull_request_previews_as_a_read_only_identity_of_its_own(
+    workflow: dict[str, Any],
+) -> None:
+    # Any branch's infra/ runs in the preview before review: never with the deploy identity.
+    preview, deploy = workflow["jobs"]["preview"], workflow["jobs"]["deploy-dev"]
+    assert preview["environment"] == "dev-preview" and deploy["environment"] == "dev"
+    roles = {
+        name: _step(job, "aws-actions/configure-aws-credentials")["with"]["role-to-assume"]
+        for name, job in (("preview", preview), ("deploy", deploy))
+    }
+    assert roles == {
+        "preview": "${{ vars.AWS_PREVIEW_ROLE_ARN }}",
+        "deploy": "${{ vars.AWS_DEPLOY_ROLE_ARN }}",
+    }
+    scopes = {
+        name: _step(job, "pulumi/auth-actions")["with"]["scope"]
+        for name, job in (("preview", preview), ("deploy", deploy))
+    }
+    assert scopes == {
+        "preview": "team:${{ vars.PULUMI_PREVIEW_TEAM }}",
+        "deploy": "team:${{ vars.PULUMI_DEPLOY_TEAM }}",
+    }
+
+
+@pytest.mark.parametrize("name", ["preview", "deploy-dev"])
+def test_pulumi_cloud_is_signed_in_by_oidc_exchange_before_pulumi_runs(
+    workflow: dict[str, Any], name: str
+) -> None:
+    job = workflow["jobs"][name]
+    steps = [s.get("uses", "") for s in job["steps"]]
+    exchange = next(i for i, uses in enumerate(steps) if uses.startswith("pulumi/auth-actions@"))
+    pulumi = next(i for i, uses in enumerate(steps) if uses.startswith("pulumi/actions@"))
+    assert exchange < pulumi
+    token = _step(job, "pulumi/auth-actions")["with"]
+    assert token["requested-token-type"] == "urn:pulumi:token-type:access_token:team"
+    assert int(token["token-expiration"]) <= 3600
+    assert "PULUMI_ACCESS_TOKEN" not in WORKFLOW.read_text(encoding="utf-8"), (
+        "a long-lived Pulumi access token is still passed"
+    )
