@@ -22,13 +22,14 @@ from infra.commands import (
     nitro_evidence_command,
     reports_command,
 )
-from infra.components.cluster import ClusterAccess
-from infra.components.identity import AnalystIdentity
-from infra.components.images import Images
-from infra.components.jobs import AnalystJobs
+from infra.components.auto_mode_cluster import AutoModeSettings
+from infra.components.cluster import ClusterAccess, ClusterSettings
+from infra.components.identity import AnalystIdentity, IdentitySettings
+from infra.components.images import Images, ImageSettings
+from infra.components.jobs import AnalystJobs, DeployedInputs, JobSettings
 from infra.components.pki import SupplierSecrets
 from infra.components.security_profiles import SecurityProfiles
-from infra.components.storage import CaseStore
+from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi
 from infra.components.workspace import Workspace
 from infra.config import load_config
@@ -52,17 +53,48 @@ docker_provider = docker_build.Provider("docker-build")
 tls_provider = tls.Provider("tls")
 random_provider = random.Provider("random")
 
-cluster = ClusterAccess("cluster", config, aws_provider)
-images = Images("images", config, aws_provider, docker_provider)
-store = CaseStore("store", config, aws_provider)
+cluster = ClusterAccess(
+    "cluster",
+    ClusterSettings(
+        mode=config.cluster_mode,
+        name=config.cluster_name,
+        region=config.region,
+        runtime_target=config.runtime_target,
+        aws_profile=config.aws_profile,
+        aws_role_arn=config.aws_role_arn,
+        created=AutoModeSettings(
+            name=config.cluster_name,
+            kubernetes_version=config.kubernetes_version,
+            vpc_id=config.vpc_id,
+            subnet_ids=config.subnet_ids,
+        ),
+    ),
+    aws_provider,
+)
+images = Images(
+    "images",
+    ImageSettings(config.image_mode, config.analyst_image, config.supplier_image),
+    aws_provider,
+    docker_provider,
+)
+store = CaseStore(
+    "store",
+    StoreSettings(config.case_id, config.bucket_on_destroy, config.bucket_versioning),
+    aws_provider,
+)
 identity = AnalystIdentity(
     "identity",
-    config,
+    IdentitySettings(
+        namespace=config.namespace,
+        service_account=ANALYST_SERVICE_ACCOUNT,
+        case_id=config.case_id,
+        model_id=config.model_id,
+        region=config.region,
+    ),
     aws_provider,
     bucket_name=store.bucket_name,
     cluster_name=cluster.cluster_name,
     cluster_arn=cluster.cluster_arn,
-    service_account=ANALYST_SERVICE_ACCOUNT,
 )
 # Workloads are created only after the RuntimeClass read succeeded.
 workspace = Workspace(
@@ -78,6 +110,7 @@ if needs_security_profiles(config):
     profiles = SecurityProfiles(
         "security-profiles",
         config.namespace,
+        config.cluster_addons,
         cluster.provider,
         opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
     )
@@ -103,11 +136,26 @@ supplier = SupplierApi(
 # is admitted, or the pod starts without AWS credentials.
 jobs = AnalystJobs(
     "analyst",
-    config,
-    image=images.analyst_image,
-    bucket_name=store.bucket_name,
-    role_name=identity.role_name,
+    JobSettings(
+        namespace=config.namespace,
+        case_id=config.case_id,
+        region=config.region,
+        model_id=config.model_id,
+        layers=config.layers,
+        runtime_target=config.runtime_target,
+        node_apparmor=config.node_app_armor,
+        run_trigger=config.run_trigger,
+        comparison_pod=config.comparison_pod,
+        service_account=ANALYST_SERVICE_ACCOUNT,
+    ),
+    DeployedInputs(
+        image=images.analyst_image,
+        bucket_name=store.bucket_name,
+        role_name=identity.role_name,
+        tolerations=cluster.sandbox_tolerations,
+    ),
     provider=cluster.provider,
+    random_provider=random_provider,
     opts=pulumi.ResourceOptions(
         depends_on=[workspace, secrets, supplier, identity, *cluster.workload_gate, *profiles_gate]
     ),

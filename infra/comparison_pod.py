@@ -8,7 +8,18 @@ from typing import Any
 from app.core import cluster_env as env
 from app.core.roles import Layer
 
-from .pod_specs import APP_UID, JOB_TTL_SECONDS, LAYER_LABEL, RUNTIME_DEFAULT, layer_labels
+from .pod_specs import (
+    APP_UID,
+    JOB_TTL_SECONDS,
+    LAYER_LABEL,
+    RUNTIME_DEFAULT,
+    DeployValue,
+    layer_labels,
+)
+
+# The label the Job controller gives each pod of a Job: the Job's own name.
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#batchkubernetesiojob-name
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
 
 # The ordinary comparison pod only prints four readings; it needs little and never long.
 COMPARISON_RESOURCES: dict[str, dict[str, str]] = {
@@ -20,12 +31,22 @@ COMPARISON_RESOURCES: dict[str, dict[str, str]] = {
 COMPARISON_DEADLINE_SECONDS = 15 * 60
 
 
-def comparison_job_spec(*, image: str, layer: Layer) -> dict[str, Any]:
-    """An ordinary pod beside the layer's analyst pod, on the same node, printing the same
-    guest readings: the node's own kernel, uptime, disks and product name, for comparison.
+def comparison_job_spec(
+    *,
+    image: DeployValue,
+    layer: Layer,
+    analyst_job: DeployValue,
+    tolerations: DeployValue,
+) -> dict[str, Any]:
+    """An ordinary pod beside the layer's analyst pod (the Job named `analyst_job`), on the same
+    node, printing the same guest readings: the node's own kernel, uptime, disks and product
+    name, for comparison.
 
     Fully hardened and outside the sandbox RuntimeClass, which is the point: it shows what a
-    pod that is not isolated from the node reports there.
+    pod that is not isolated from the node reports there. Sandbox-capable nodes carry a taint
+    that the RuntimeClass tolerates for its own pods only (its `scheduling.tolerations`); this
+    pod gets the same tolerations, read from the RuntimeClass, or it could never be placed
+    there. It names the analyst Job it follows, so a new analyst Job is a new comparison Job.
     """
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
@@ -45,6 +66,7 @@ def comparison_job_spec(*, image: str, layer: Layer) -> dict[str, Any]:
                             "matchLabels": {
                                 env.COMPONENT_LABEL: env.ANALYST_COMPONENT,
                                 LAYER_LABEL: layer.value,
+                                JOB_NAME_LABEL: analyst_job,
                             }
                         },
                         "topologyKey": "kubernetes.io/hostname",
@@ -52,6 +74,7 @@ def comparison_job_spec(*, image: str, layer: Layer) -> dict[str, Any]:
                 ]
             }
         },
+        "tolerations": tolerations,
         "containers": [
             {
                 "name": "readings",

@@ -70,6 +70,15 @@ class BucketOnDestroy(StrEnum):
     FORCE_DESTROY = "force-destroy"
 
 
+class ClusterAddons(StrEnum):
+    """Who installs the cluster-wide operators the hardened-container target needs."""
+
+    # This stack installs cert-manager and the Security Profiles Operator, once per cluster.
+    INSTALL = "install"
+    # Another stack (or the cluster's owner) installed them; this stack only uses them.
+    EXISTING = "existing"
+
+
 class StackConfig(BaseModel):
     """Every setting a stack can choose, with its default."""
 
@@ -85,6 +94,7 @@ class StackConfig(BaseModel):
     layers: tuple[Layer, ...] = (Layer.BUBBLEWRAP, Layer.NONO)
     runtime_target: RuntimeTarget = Field(RuntimeTarget.ISOLATED_SANDBOX, alias="runtimeTarget")
     node_app_armor: bool = Field(False, alias="nodeAppArmor")
+    cluster_addons: ClusterAddons = Field(ClusterAddons.EXISTING, alias="clusterAddons")
     image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
     analyst_image: str = Field("", alias="analystImage")
     supplier_image: str = Field("", alias="supplierImage")
@@ -211,6 +221,20 @@ class StackConfig(BaseModel):
             raise ValueError(
                 "nodeAppArmor applies to runtimeTarget hardened-container only: an "
                 "isolated-sandbox pod is privileged in its own guest VM"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _addons_on_hardened_bubblewrap(self) -> StackConfig:
+        # Only the hardened-container bubblewrap pod needs the operators; a stack that would
+        # ignore `install` must not appear to own them.
+        needs = self.runtime_target is RuntimeTarget.HARDENED_CONTAINER and (
+            Layer.BUBBLEWRAP in self.layers
+        )
+        if self.cluster_addons is ClusterAddons.INSTALL and not needs:
+            raise ValueError(
+                "clusterAddons install applies to runtimeTarget hardened-container with the "
+                "bubblewrap layer only: no other pod needs the cluster-wide operators"
             )
         return self
 

@@ -15,18 +15,16 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from .comparison_pod import comparison_job_spec
-from .naming import job_name
+from .naming import job_name, rendered_suffix, spec_digest
 from .pod_specs import (
     LAYER_LABEL,
+    DeployValue,
     JobInputs,
     job_spec,
     labels,
     supplier_pod_spec,
 )
 from .targets import POD_SECURITY_VERSION
-
-# A value filled in at deployment: a str, or a Pulumi Output of one inside the program.
-DeployValue = Any
 
 ANALYST_SERVICE_ACCOUNT = "analyst"
 
@@ -175,10 +173,12 @@ def job_metadata(
     return metadata
 
 
-def analyst_job(job: JobInputs, run_trigger: str) -> dict[str, Any]:
-    """One run of the case under one layer, named after its trigger and its spec's digest."""
+def analyst_job(job: JobInputs, run_trigger: str, suffix: str | None = None) -> dict[str, Any]:
+    """One run of the case under one layer, named after its trigger and `suffix` (the stack's
+    random id; rendered here, the first digits of the spec's digest stand in for it)."""
     spec = job_spec(job)
-    name = job_name(job.layer, run_trigger, spec)
+    drawn = suffix or rendered_suffix(spec_digest(run_trigger, spec))
+    name = job_name(job.layer, run_trigger, drawn)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -191,11 +191,21 @@ COMPARISON_JOB_PREFIX = "compare"
 
 
 def comparison_job(
-    layer: Layer, namespace: str, *, image: DeployValue, run_trigger: str
+    layer: Layer,
+    namespace: str,
+    *,
+    image: str,
+    analyst_job: str,
+    tolerations: list[dict[str, Any]],
+    run_trigger: str,
 ) -> dict[str, Any]:
-    """The ordinary pod that prints the node's guest readings beside the layer's analyst pod."""
-    spec = comparison_job_spec(image=image, layer=layer)
-    name = job_name(layer, run_trigger, spec, prefix=COMPARISON_JOB_PREFIX)
+    """The ordinary pod that prints the node's guest readings beside the layer's analyst pod,
+    as rendered (the stack builds the same spec with its Outputs: see components/jobs.py)."""
+    spec = comparison_job_spec(
+        image=image, layer=layer, analyst_job=analyst_job, tolerations=tolerations
+    )
+    suffix = rendered_suffix(spec_digest(run_trigger, spec))
+    name = job_name(layer, run_trigger, suffix, prefix=COMPARISON_JOB_PREFIX)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

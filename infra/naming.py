@@ -1,4 +1,4 @@
-"""Names the stack gives things AWS and Kubernetes constrain: ECR repositories and analyst Jobs.
+"""Names the stack gives things AWS and Kubernetes constrain: ECR repositories and Jobs.
 
 Pure: inputs in, a valid name out, or a ValueError that says which input cannot be named.
 """
@@ -17,52 +17,71 @@ from app.core.roles import Layer
 # https://docs.aws.amazon.com/AmazonECR/latest/APIReference/API_CreateRepository.html
 ECR_NAME = re.compile(r"^(?:[a-z0-9]+(?:[._-][a-z0-9]+)*/)*[a-z0-9]+(?:[._-][a-z0-9]+)*$")
 ECR_NAME_MAX = 256
-REPOSITORY_PREFIX = "procurement-analyst"
 
 # A Job's name is also the value of its pods' `batch.kubernetes.io/job-name` label, so it must
 # be a DNS-1123 label: 63 characters at most.
 JOB_NAME_MAX = 63
-SPEC_HASH_LENGTH = 10
+# The random suffix: 5 bytes, 10 hex digits.
+NAME_SUFFIX_BYTES = 5
+NAME_SUFFIX_LENGTH = 2 * NAME_SUFFIX_BYTES
 
 
 def _digest(text: str, length: int) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:length]
 
 
-def stack_slug(stack: str) -> str:
-    """The stack name as an ECR path component: lower case, runs of anything else as one `-`.
+def slug(name: str, what: str = "name") -> str:
+    """A name as an ECR path component: lower case, runs of anything else as one `-`.
 
     A name that had to change keeps a short digest of the original, so `Prod` and `prod` (two
     stacks) never share repositories.
     """
-    slug = re.sub(r"[^a-z0-9]+", "-", stack.lower()).strip("-")
-    if not slug:
-        raise ValueError(f"stack name {stack!r} has no letter or digit to name its repositories by")
-    return slug if slug == stack else f"{slug}-{_digest(stack, 6)}"
+    shaped = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+    if not shaped:
+        raise ValueError(f"{what} {name!r} has no letter or digit to name its repositories by")
+    return shaped if shaped == name else f"{shaped}-{_digest(name, 6)}"
 
 
-def ecr_repository_name(stack: str, image: str) -> str:
-    """`procurement-analyst/<stack slug>/<image>`, checked against ECR's naming rule."""
-    name = f"{REPOSITORY_PREFIX}/{stack_slug(stack)}/{image}"
-    if len(name) > ECR_NAME_MAX or not ECR_NAME.fullmatch(name):
+def ecr_repository_name(organization: str, project: str, stack: str, image: str) -> str:
+    """`<project>/<organization>/<stack>/<image>`, each part a slug, within ECR's rule.
+
+    ECR names are unique per account and Region: the same stack name of another project, or of
+    the same project in another organization or fork, must not collide (the bucket and roles
+    have random suffixes; a repository is named, so its name carries all three). A name past
+    ECR's length keeps its project and image and puts one digest of the rest in between.
+    """
+    parts = [slug(project, "project"), slug(organization, "organization"), slug(stack, "stack")]
+    name = "/".join([*parts, image])
+    if len(name) > ECR_NAME_MAX:
+        name = f"{parts[0][:100]}/{_digest(f'{organization}/{stack}', 16)}/{image}"
+    if not ECR_NAME.fullmatch(name):
         raise ValueError(f"ECR repository name {name!r} is not valid (stack {stack!r})")
     return name
 
 
-def spec_hash(spec: Any) -> str:
-    """A short digest of a rendered spec, stable across runs (keys sorted, no whitespace)."""
-    canonical = json.dumps(spec, sort_keys=True, separators=(",", ":"))
-    return _digest(canonical, SPEC_HASH_LENGTH)
+def spec_digest(run_trigger: str, spec: Any) -> str:
+    """SHA-256 of a Job's trigger and rendered spec, stable across runs (keys sorted, no
+    whitespace): the keeper of the random part of its name."""
+    canonical = json.dumps(
+        {"runTrigger": run_trigger, "spec": spec}, sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()
 
 
-def job_name(layer: Layer, run_trigger: str, spec: Any, prefix: str = "analyst") -> str:
-    """`<prefix>-<layer>-<runTrigger>-<hash of the Job spec>` (prefix: analyst, or compare).
+def rendered_suffix(digest: str) -> str:
+    """What `make manifests` and the rehearsal put where the stack's random suffix goes."""
+    return digest[:NAME_SUFFIX_LENGTH]
 
-    Any change to what the Job would run gives a new name, so a Job is never replaced in place
-    under the same name (which races the old object's deletion): the new one is created beside
-    it, and the old one is left to its TTL with its log.
+
+def job_name(layer: Layer, run_trigger: str, suffix: str, prefix: str = "analyst") -> str:
+    """`<prefix>-<layer>-<runTrigger>-<suffix>` (prefix: analyst, or compare).
+
+    In the stack the suffix is a random id whose keeper is the Job's spec digest: any change to
+    what the Job would run, a change back to an earlier spec included, draws a new suffix, so a
+    Job is never created under a name a retained Job still holds (the API server answers
+    AlreadyExists), and never replaced in place under its own name.
     """
-    name = f"{prefix}-{layer.value}-{run_trigger}-{spec_hash(spec)}"
+    name = f"{prefix}-{layer.value}-{run_trigger}-{suffix}"
     if len(name) > JOB_NAME_MAX:
         raise ValueError(f"Job name {name!r} is longer than {JOB_NAME_MAX} characters")
     return name

@@ -64,6 +64,12 @@ JOB_TTL_SECONDS = 7 * 24 * 3600
 # stopped. https://kubernetes.io/docs/concepts/workloads/controllers/job/#job-termination-and-cleanup
 JOB_DEADLINE_SECONDS = 30 * 60
 
+# EKS Pod Identity's webhook gives every container of the pod, init containers included, the
+# credential variables and the token's mount, except the containers this pod annotation lists
+# (a comma-separated list of names): aws/amazon-eks-pod-identity-webhook, pkg/handler/handler.go
+# (getPodSpecPatch, getContainersToSkip) and its container-credentials test pod rawPodSkip.
+POD_IDENTITY_SKIP = "eks.amazonaws.com/skip-containers"
+
 # Tells the Jobs' pods apart: `kubectl get pods -l procurement-analyst/layer=nono`.
 LAYER_LABEL = env.LAYER_LABEL
 
@@ -73,18 +79,24 @@ RUN_DIR_VOLUME = "run"
 TMP_VOLUME = "tmp"
 
 
+# A value only a deployment knows: a str here and in `make manifests`, a Pulumi Output of one
+# inside the program, where it stays a leaf of the object and everything around it is known in a
+# preview too (so the policy pack can judge the pod before the image is built).
+DeployValue = Any
+
+
 @dataclass(frozen=True)
 class JobInputs:
     """What one analyst Job's pod needs to know."""
 
     layer: Layer
-    image: str
+    image: DeployValue
     namespace: str
     case_id: str
-    bucket: str
+    bucket: DeployValue
     region: str
     model_id: str
-    role_name: str
+    role_name: DeployValue
     service_account: str
     target: RuntimeTarget = RuntimeTarget.ISOLATED_SANDBOX
     # hardened-container only: the nodes enforce AppArmor and hold the committed profile.
@@ -154,14 +166,17 @@ def labels(component: str) -> dict[str, str]:
 
 def job_spec(job: JobInputs) -> dict[str, Any]:
     """The Job spec: one attempt, at most JOB_DEADLINE_SECONDS, kept for JOB_TTL_SECONDS."""
+    pod = analyst_pod_spec(job)
+    metadata: dict[str, Any] = {"labels": layer_labels(env.ANALYST_COMPONENT, job.layer)}
+    inits = [container["name"] for container in pod.get("initContainers", [])]
+    if inits:
+        # The root init container needs no AWS identity: the webhook leaves it without one.
+        metadata["annotations"] = {POD_IDENTITY_SKIP: ",".join(inits)}
     return {
         "backoffLimit": 0,
         "activeDeadlineSeconds": JOB_DEADLINE_SECONDS,
         "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
-        "template": {
-            "metadata": {"labels": layer_labels(env.ANALYST_COMPONENT, job.layer)},
-            "spec": analyst_pod_spec(job),
-        },
+        "template": {"metadata": metadata, "spec": pod},
     }
 
 
@@ -331,7 +346,7 @@ def _secret_volume(volume: str, secret: str, *items: str) -> dict[str, Any]:
     return {"name": volume, "secret": source}
 
 
-def supplier_pod_spec(*, image: str, case_id: str) -> dict[str, Any]:
+def supplier_pod_spec(*, image: DeployValue, case_id: str) -> dict[str, Any]:
     """The supplier API's pod: an ordinary, fully hardened pod outside the sandbox."""
     return {
         "automountServiceAccountToken": False,

@@ -53,6 +53,14 @@ class DeployValues:
     supplier_image: str = "procurement-analyst/supplier-api:local"
     bucket: str = "procurement-analyst-bucket"
     role_name: str = "procurement-analyst-role"
+    # The isolated-sandbox RuntimeClass's scheduling.tolerations, which the stack reads from
+    # the cluster for the comparison pods; rendered offline as what they stand for.
+    sandbox_tolerations: tuple[dict[str, Any], ...] = (
+        {
+            "key": "<the isolated-sandbox RuntimeClass's scheduling.tolerations>",
+            "operator": "Exists",
+        },
+    )
 
 
 def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> StackConfig:
@@ -97,7 +105,7 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
     ]
     if needs_security_profiles(config):
         objects.append(seccomp_profile_object(namespace))
-    objects += [
+    jobs = [
         analyst_job(
             JobInputs(
                 layer=layer,
@@ -116,12 +124,19 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
         )
         for layer in config.layers
     ]
+    objects += jobs
+    sandboxed = config.runtime_target is RuntimeTarget.ISOLATED_SANDBOX
     if config.comparison_pod:
         objects += [
             comparison_job(
-                layer, namespace, image=values.analyst_image, run_trigger=config.run_trigger
+                layer,
+                namespace,
+                image=values.analyst_image,
+                analyst_job=job["metadata"]["name"],
+                tolerations=list(values.sandbox_tolerations) if sandboxed else [],
+                run_trigger=config.run_trigger,
             )
-            for layer in config.layers
+            for layer, job in zip(config.layers, jobs, strict=True)
         ]
     return objects
 

@@ -28,6 +28,8 @@ SECCOMP_POLICY: Final = REPO_ROOT / "policies" / "bubblewrap" / "container-secco
 APPARMOR_POLICY: Final = REPO_ROOT / "policies" / "bubblewrap" / "container-apparmor.profile"
 
 SPO_API_VERSION: Final = "security-profiles-operator.x-k8s.io/v1"
+# The operator's CRD for SeccompProfile objects: a cluster that has it runs the operator.
+SECCOMP_PROFILE_CRD: Final = "seccompprofiles.security-profiles-operator.x-k8s.io"
 SPO_VERSION: Final = "1.0.0"
 SPO_NAMESPACE: Final = "security-profiles-operator"
 CERT_MANAGER_VERSION: Final = "v1.17.2"

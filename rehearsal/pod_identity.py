@@ -1,8 +1,10 @@
 """EKS Pod Identity as the cluster provides it: the webhook's change to a pod, and the agent.
 
 The webhook (amazon-eks-pod-identity-webhook) gives every container of a pod whose service
-account has an association the credential variables and a projected token, audience
-pods.eks.amazonaws.com, mounted read-only:
+account has an association, init containers included, the credential variables and a projected
+token, audience pods.eks.amazonaws.com, mounted read-only; a container named in the pod's
+`eks.amazonaws.com/skip-containers` annotation gets neither (pkg/handler/handler.go,
+getPodSpecPatch):
 https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html and
 https://docs.aws.amazon.com/sdkref/latest/guide/feature-container-credentials.html
 The agent listens on 169.254.170.23:80; the SDK's container provider sends the token file's
@@ -23,6 +25,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Final
 
 from app.core import cluster_env as env
+from infra.pod_specs import POD_IDENTITY_SKIP
 
 from .aws import RehearsalAws
 from .trust import trust_allows
@@ -49,7 +52,15 @@ def webhook_env(region: str) -> dict[str, str]:
     }
 
 
-def mutate(pod: dict[str, Any], region: str) -> tuple[dict[str, Any], list[str]]:
+def skipped(annotations: dict[str, str]) -> set[str]:
+    """The container names the pod's skip annotation lists."""
+    listed = annotations.get(POD_IDENTITY_SKIP, "")
+    return {name.strip() for name in listed.split(",") if name.strip()}
+
+
+def mutate(
+    pod: dict[str, Any], region: str, skip: set[str] | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """The pod as the webhook admits it, and what it added, in words."""
     admitted = copy.deepcopy(pod)
     admitted.setdefault("volumes", []).append(
@@ -71,6 +82,9 @@ def mutate(pod: dict[str, Any], region: str) -> tuple[dict[str, Any], list[str]]
     )
     added = [f"volume {VOLUME} (projected service account token, audience {AUDIENCE})"]
     for container in [*admitted.get("initContainers", []), *admitted["containers"]]:
+        if container["name"] in (skip or set()):
+            added.append(f"container {container['name']}: nothing ({POD_IDENTITY_SKIP})")
+            continue
         variables = container.setdefault("env", [])
         present = {entry["name"] for entry in variables}
         new = [(k, v) for k, v in webhook_env(region).items() if k not in present]

@@ -25,7 +25,7 @@ from . import kubelet
 from .kubelet import ContainerRun, PodContext
 from .network import ServiceAddress, hosts_file
 from .objects import Manifest, StackUnderRehearsal
-from .pod_identity import AUDIENCE, PodIdentityAgent, mutate
+from .pod_identity import AUDIENCE, PodIdentityAgent, mutate, skipped
 from .seccomp_profiles import Node, SeccompChoice, choose
 from .secret_values import ObjectData
 from .security import ConfigError, not_simulated
@@ -86,7 +86,8 @@ class Kubelet:
         tokens: dict[str, bytes] = {}
         added_env: dict[str, str] = {}
         if spec.get("serviceAccountName") == self.stack.service_account:
-            spec, result.admitted = mutate(spec, self.stack.config.region)
+            annotations = manifest["spec"]["template"].get("metadata", {}).get("annotations", {})
+            spec, result.admitted = mutate(spec, self.stack.config.region, skipped(annotations))
             tokens[AUDIENCE] = self.agent.mint(name)
             added_env = self.added_env
         directory = self.state / "pods" / name

@@ -10,11 +10,21 @@ Auto Mode roles and settings: https://docs.aws.amazon.com/eks/latest/userguide/c
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
 
-from ..config import StackConfig
+
+@dataclass(frozen=True)
+class AutoModeSettings:
+    """What a created cluster is made from: its name, version and network."""
+
+    name: str
+    kubernetes_version: str
+    vpc_id: str
+    subnet_ids: tuple[str, ...]
+
 
 # Auto Mode's node pools, both built in: the analyst's pods land on general-purpose nodes.
 NODE_POOLS = ["general-purpose", "system"]
@@ -57,7 +67,7 @@ class AutoModeCluster(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        config: StackConfig,
+        settings: AutoModeSettings,
         aws_provider: aws.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -77,11 +87,11 @@ class AutoModeCluster(pulumi.ComponentResource):
         )
         cluster = aws.eks.Cluster(
             f"{name}-eks",
-            name=config.cluster_name,
-            version=config.kubernetes_version,
+            name=settings.name,
+            version=settings.kubernetes_version,
             role_arn=cluster_role.arn,
             vpc_config={
-                "subnet_ids": list(config.subnet_ids),
+                "subnet_ids": list(settings.subnet_ids),
                 "endpoint_private_access": True,
                 "endpoint_public_access": True,
             },

@@ -4,6 +4,8 @@ required isolated-sandbox RuntimeClass."""
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
@@ -16,10 +18,40 @@ from ..cluster_checks import (
     require_ready_cluster,
     require_usable_subnets,
 )
-from ..config import ClusterMode, StackConfig
+from ..config import ClusterMode
 from ..kubeconfig import exec_kubeconfig
+from ..runtime_class_wait import RuntimeClassReadable, dynamic_provider
 from ..targets import SANDBOX_RUNTIME_CLASS, RuntimeTarget
-from .auto_mode_cluster import AutoModeCluster
+from .auto_mode_cluster import AutoModeCluster, AutoModeSettings
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """The stack settings that say which cluster, as whom, and what it must offer."""
+
+    mode: ClusterMode
+    name: str
+    region: str
+    runtime_target: RuntimeTarget
+    aws_profile: str
+    aws_role_arn: str
+    # clusterMode create only.
+    created: AutoModeSettings
+
+
+def _tolerations(scheduling: Any) -> list[dict[str, Any]]:
+    """A RuntimeClass's scheduling.tolerations as the pod spec spells them."""
+    found = []
+    for toleration in getattr(scheduling, "tolerations", None) or []:
+        entry = {
+            "key": toleration.key,
+            "operator": toleration.operator,
+            "value": toleration.value,
+            "effect": toleration.effect,
+            "tolerationSeconds": toleration.toleration_seconds,
+        }
+        found.append({field: value for field, value in entry.items() if value is not None})
+    return found
 
 
 class ClusterAccess(pulumi.ComponentResource):
@@ -40,26 +72,36 @@ class ClusterAccess(pulumi.ComponentResource):
     provider: k8s.Provider
     runtime_class: k8s.node.v1.RuntimeClass | None
     workload_gate: list[pulumi.Resource]
+    # What the sandbox RuntimeClass tolerates (its nodes' taint), for pods placed beside its
+    # pods without it; empty for runtimeTarget hardened-container.
+    sandbox_tolerations: pulumi.Output[list[dict[str, Any]]]
 
     def __init__(
         self,
         name: str,
-        config: StackConfig,
+        settings: ClusterSettings,
         aws_provider: aws.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:cluster:ClusterAccess", name, None, opts)
-        self._config = config
+        self._config = settings
         self._aws = aws_provider
         self._invoke = pulumi.InvokeOptions(parent=self, provider=aws_provider)
-        if config.cluster_mode is ClusterMode.EXISTING:
+        if settings.mode is ClusterMode.EXISTING:
             self._use_existing(name)
         else:
             self._create(name)
+        if self.runtime_class is not None:
+            self.sandbox_tolerations = self.runtime_class.scheduling.apply(_tolerations)
+        elif self._sandboxed:
+            # A created cluster's RuntimeClass is read only once the cluster exists.
+            self.sandbox_tolerations = self.cluster_arn.apply(lambda _: [])
+        else:
+            self.sandbox_tolerations = pulumi.Output.from_input([])
         self.register_outputs({"cluster_name": self.cluster_name, "cluster_arn": self.cluster_arn})
 
     def _use_existing(self, name: str) -> None:
-        found = aws.eks.get_cluster(name=self._config.cluster_name, opts=self._invoke)
+        found = aws.eks.get_cluster(name=self._config.name, opts=self._invoke)
         auto_mode = any(compute.enabled for compute in found.compute_configs)
         require_ready_cluster(
             ClusterFacts(
@@ -93,7 +135,7 @@ class ClusterAccess(pulumi.ComponentResource):
         try:
             aws.eks.get_addon(
                 addon_name=POD_IDENTITY_AGENT,
-                cluster_name=self._config.cluster_name,
+                cluster_name=self._config.name,
                 opts=self._invoke,
             )
         except Exception as exc:
@@ -107,7 +149,7 @@ class ClusterAccess(pulumi.ComponentResource):
         self._check_subnets()
         created = AutoModeCluster(
             f"{name}-auto-mode",
-            self._config,
+            self._config.created,
             self._aws,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -124,26 +166,40 @@ class ClusterAccess(pulumi.ComponentResource):
         if not self._sandboxed:
             self.runtime_class = None
             self.workload_gate = [created]
-        elif pulumi.runtime.is_dry_run():
+            return
+        # First up: the deployer's access and Auto Mode's RuntimeClass may still be on their way
+        # when the access entry returns; the read waits for them, within a bound. (Planned in a
+        # preview too, which never runs the wait.)
+        readable = RuntimeClassReadable(
+            f"{name}-runtime-class-readable",
+            name=SANDBOX_RUNTIME_CLASS,
+            kubeconfig=self._kubeconfig,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                provider=dynamic_provider(f"{name}-dynamic", self),
+                depends_on=[created.admin_access],
+            ),
+        )
+        if pulumi.runtime.is_dry_run():
             pulumi.log.warn(
                 f"the {SANDBOX_RUNTIME_CLASS} RuntimeClass of the cluster this stack creates is"
-                " not read in a preview (the cluster does not exist yet); `pulumi up` reads it"
-                " before any workload and stops if it is missing",
+                " not read in a preview (the cluster does not exist yet); `pulumi up` waits"
+                " for it before any workload and stops if it does not appear",
                 resource=self,
             )
             self.runtime_class = None
-            self.workload_gate = [created]
+            self.workload_gate = [created, readable]
         else:
-            self.runtime_class = self._require_runtime_class()
+            self.runtime_class = self._require_runtime_class(after=[readable])
             self.workload_gate = [self.runtime_class]
 
     def _check_subnets(self) -> None:
         subnets = [
             aws.ec2.get_subnet(id=subnet_id, opts=self._invoke)
-            for subnet_id in self._config.subnet_ids
+            for subnet_id in self._config.created.subnet_ids
         ]
         require_usable_subnets(
-            self._config.vpc_id,
+            self._config.created.vpc_id,
             [
                 SubnetFacts(
                     subnet_id=subnet.id,
@@ -163,19 +219,20 @@ class ClusterAccess(pulumi.ComponentResource):
         ca_data: pulumi.Output[str],
         depends_on: list[pulumi.Resource],
     ) -> k8s.Provider:
-        config = self._config
+        settings = self._config
         kubeconfig = pulumi.Output.all(cluster_name, endpoint, ca_data).apply(
             lambda values: json.dumps(
                 exec_kubeconfig(
                     cluster_name=values[0],
                     endpoint=values[1],
                     ca_data=values[2],
-                    region=config.region,
-                    profile=config.aws_profile,
-                    role_arn=config.aws_role_arn,
+                    region=settings.region,
+                    profile=settings.aws_profile,
+                    role_arn=settings.aws_role_arn,
                 )
             )
         )
+        self._kubeconfig = kubeconfig
         return k8s.Provider(
             f"{name}-k8s",
             kubeconfig=kubeconfig,
@@ -185,11 +242,13 @@ class ClusterAccess(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends_on),
         )
 
-    def _require_runtime_class(self) -> k8s.node.v1.RuntimeClass:
+    def _require_runtime_class(
+        self, after: list[pulumi.Resource] | None = None
+    ) -> k8s.node.v1.RuntimeClass:
         # Read, never created or deleted: the cluster provides the sandbox. If it is missing,
         # the read fails and `pulumi up` stops before any workload is scheduled without it.
         return k8s.node.v1.RuntimeClass.get(
             "isolated-sandbox",
             SANDBOX_RUNTIME_CLASS,
-            opts=pulumi.ResourceOptions(parent=self, provider=self.provider),
+            opts=pulumi.ResourceOptions(parent=self, provider=self.provider, depends_on=after),
         )

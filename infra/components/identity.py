@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_aws as aws
@@ -10,7 +11,17 @@ import pulumi_aws as aws
 from app.core.iam_policy import pod_identity_trust_policy, render_permissions_policy
 
 from ..bedrock_policy import bedrock_invoke_policy
-from ..config import StackConfig
+
+
+@dataclass(frozen=True)
+class IdentitySettings:
+    """Whose role it is (the pod's namespace and service account) and what it may reach."""
+
+    namespace: str
+    service_account: str
+    case_id: str
+    model_id: str
+    region: str
 
 
 class AnalystIdentity(pulumi.ComponentResource):
@@ -23,13 +34,12 @@ class AnalystIdentity(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        config: StackConfig,
+        settings: IdentitySettings,
         aws_provider: aws.Provider,
         *,
         bucket_name: pulumi.Input[str],
         cluster_name: pulumi.Input[str],
         cluster_arn: pulumi.Input[str],
-        service_account: str,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:identity:AnalystIdentity", name, None, opts)
@@ -41,7 +51,9 @@ class AnalystIdentity(pulumi.ComponentResource):
         trust = pulumi.Output.from_input(cluster_arn).apply(
             lambda arn: json.dumps(
                 pod_identity_trust_policy(
-                    cluster_arn=arn, namespace=config.namespace, service_account=service_account
+                    cluster_arn=arn,
+                    namespace=settings.namespace,
+                    service_account=settings.service_account,
                 )
             )
         )
@@ -55,15 +67,15 @@ class AnalystIdentity(pulumi.ComponentResource):
         # is the policy deployed here. It needs the concrete bucket name, hence the apply.
         storage = pulumi.Output.all(bucket_name, partition).apply(
             lambda values: json.dumps(
-                render_permissions_policy(values[0], config.case_id, partition=values[1])
+                render_permissions_policy(values[0], settings.case_id, partition=values[1])
             )
         )
         aws.iam.RolePolicy(f"{name}-s3", role=role.id, policy=storage, opts=self._opts)
         model = pulumi.Output.all(account, partition).apply(
             lambda values: json.dumps(
                 bedrock_invoke_policy(
-                    model_id=config.model_id,
-                    region=config.region,
+                    model_id=settings.model_id,
+                    region=settings.region,
                     account_id=values[0],
                     partition=values[1],
                 )
@@ -73,8 +85,8 @@ class AnalystIdentity(pulumi.ComponentResource):
         association = aws.eks.PodIdentityAssociation(
             f"{name}-pod-identity",
             cluster_name=cluster_name,
-            namespace=config.namespace,
-            service_account=service_account,
+            namespace=settings.namespace,
+            service_account=settings.service_account,
             role_arn=role.arn,
             opts=self._opts,
         )

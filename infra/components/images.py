@@ -14,6 +14,7 @@ digest, meant for IMMUTABLE repositories (awslabs/amazon-ecr-containerd-resolver
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
@@ -23,7 +24,7 @@ import pulumi_docker_build as docker_build
 from app.core.pins import bubblewrap_build_args
 
 from ..build_context import context_files, source_digest
-from ..config import REPO_ROOT, ImageMode, StackConfig
+from ..config import REPO_ROOT, ImageMode
 from ..naming import ecr_repository_name
 
 # The sandbox nodes are x86_64.
@@ -36,6 +37,15 @@ BUILD_ARGS = {"analyst": bubblewrap_build_args()}
 SOURCE_LABEL = "procurement-analyst.source-sha256"
 
 
+@dataclass(frozen=True)
+class ImageSettings:
+    """Build both images, or take the two references given."""
+
+    mode: ImageMode
+    analyst_image: str = ""
+    supplier_image: str = ""
+
+
 class Images(pulumi.ComponentResource):
     """The analyst and supplier API image references the workloads run, pinned by digest."""
 
@@ -46,7 +56,7 @@ class Images(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        config: StackConfig,
+        settings: ImageSettings,
         aws_provider: aws.Provider,
         docker_provider: docker_build.Provider,
         opts: pulumi.ResourceOptions | None = None,
@@ -55,18 +65,16 @@ class Images(pulumi.ComponentResource):
         self._aws_provider = aws_provider
         self._docker_provider = docker_provider
         # The repositories exist in both modes, so prebuilt images can be pushed to them by CI.
-        repositories = {
-            image: self._create_repository(name, image, pulumi.get_stack()) for image in DOCKERFILES
-        }
+        repositories = {image: self._create_repository(name, image) for image in DOCKERFILES}
         self.repository_urls = pulumi.Output.all(
             **{image: repo.repository_url for image, repo in repositories.items()}
         )
-        if config.image_mode is ImageMode.BUILD:
+        if settings.mode is ImageMode.BUILD:
             self.analyst_image = self._build(name, "analyst", repositories["analyst"])
             self.supplier_image = self._build(name, "supplier-api", repositories["supplier-api"])
         else:
-            self.analyst_image = pulumi.Output.from_input(config.analyst_image)
-            self.supplier_image = pulumi.Output.from_input(config.supplier_image)
+            self.analyst_image = pulumi.Output.from_input(settings.analyst_image)
+            self.supplier_image = pulumi.Output.from_input(settings.supplier_image)
         self.register_outputs(
             {
                 "analyst_image": self.analyst_image,
@@ -75,10 +83,12 @@ class Images(pulumi.ComponentResource):
             }
         )
 
-    def _create_repository(self, name: str, image: str, stack: str) -> aws.ecr.Repository:
+    def _create_repository(self, name: str, image: str) -> aws.ecr.Repository:
         return aws.ecr.Repository(
             f"{name}-{image}",
-            name=ecr_repository_name(stack, image),
+            name=ecr_repository_name(
+                pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack(), image
+            ),
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(
                 scan_on_push=True

@@ -1,5 +1,6 @@
-"""SecurityProfiles: the hardened-container target's profile delivery, cert-manager and the
-Security Profiles Operator from their Helm charts, then bwrap's SeccompProfile."""
+"""SecurityProfiles: the hardened-container target's profile delivery: cert-manager and the
+Security Profiles Operator from their Helm charts (clusterAddons install) or the ones the
+cluster already runs (existing), then bwrap's SeccompProfile."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from typing import cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from ..config import ClusterAddons
 from ..security_profiles import (
     CERT_MANAGER,
+    SECCOMP_PROFILE_CRD,
     SECURITY_PROFILES_OPERATOR,
     HelmChart,
     seccomp_profile_object,
@@ -20,9 +23,13 @@ from .options import child_options
 class SecurityProfiles(pulumi.ComponentResource):
     """Puts the bubblewrap pod's Localhost seccomp profile on every node before any Job runs.
 
-    Each release waits for its workloads to be ready (Helm's wait, the Release default), so the
-    operator's CRDs and webhook exist before the profile; the profile object waits until the
-    operator reports it Installed (its waitFor annotation). `gate` is what the Jobs wait for.
+    The operators are the cluster's, not the stack's: `install` (one stack per cluster)
+    installs them, each release waiting for its workloads (Helm's wait, the Release default) so
+    the operator's CRDs and webhook exist before the profile, and retained on `pulumi destroy`,
+    which must not take them from the other stacks on the cluster; `existing` reads the
+    operator's SeccompProfile CRD instead, and a cluster without it stops the program before
+    the profile. The profile object, this stack's own, waits until the operator reports it
+    Installed (its waitFor annotation). `gate` is what the Jobs wait for.
     """
 
     gate: list[pulumi.Resource]
@@ -31,17 +38,29 @@ class SecurityProfiles(pulumi.ComponentResource):
         self,
         name: str,
         namespace: str,
+        addons: ClusterAddons,
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:security:SecurityProfiles", name, None, opts)
         base = child_options(self, opts, provider)
-        cert_manager = self._release(f"{name}-cert-manager", CERT_MANAGER, base)
-        operator = self._release(
-            f"{name}-operator",
-            SECURITY_PROFILES_OPERATOR,
-            pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(depends_on=[cert_manager])),
-        )
+        operator: pulumi.Resource
+        if addons is ClusterAddons.INSTALL:
+            kept = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True))
+            cert_manager = self._release(f"{name}-cert-manager", CERT_MANAGER, kept)
+            operator = self._release(
+                f"{name}-operator",
+                SECURITY_PROFILES_OPERATOR,
+                pulumi.ResourceOptions.merge(
+                    kept, pulumi.ResourceOptions(depends_on=[cert_manager])
+                ),
+            )
+        else:
+            operator = k8s.apiextensions.v1.CustomResourceDefinition.get(
+                f"{name}-operator-crd",
+                SECCOMP_PROFILE_CRD,
+                opts=pulumi.ResourceOptions(parent=self, provider=provider),
+            )
         profile = seccomp_profile_object(namespace)
         created = k8s.apiextensions.CustomResource(
             f"{name}-bwrap-seccomp",

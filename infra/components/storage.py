@@ -12,7 +12,7 @@ from app.core.case import case_key
 from app.core.control_case import control_case_document, renamed
 from app.core.ids import OTHER_CASE_ID, other_case_id
 
-from ..config import CASES_DIR, BucketOnDestroy, StackConfig
+from ..config import CASES_DIR, BucketOnDestroy
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,15 @@ def seed_objects(case_id: str, cases_dir: Path = CASES_DIR) -> list[SeedObject]:
     return [*objects, control]
 
 
+@dataclass(frozen=True)
+class StoreSettings:
+    """The case the bucket is seeded with, and what becomes of the bucket."""
+
+    case_id: str
+    on_destroy: BucketOnDestroy
+    versioning: bool
+
+
 class CaseStore(pulumi.ComponentResource):
     """The S3 bucket the analyst reads its case from and writes its reports to.
 
@@ -64,22 +73,22 @@ class CaseStore(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        config: StackConfig,
+        settings: StoreSettings,
         aws_provider: aws.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:storage:CaseStore", name, None, opts)
-        retain = config.bucket_on_destroy is BucketOnDestroy.RETAIN
+        retain = settings.on_destroy is BucketOnDestroy.RETAIN
         # Retained: `pulumi destroy` forgets these and leaves them in the account as they are.
         self._opts = pulumi.ResourceOptions(
             parent=self, provider=aws_provider, retain_on_delete=retain
         )
-        bucket = self._create_bucket(name, config)
-        self._lock_down(name, bucket, config)
-        self._seed(name, bucket, config.case_id)
+        bucket = self._create_bucket(name, settings)
+        self._lock_down(name, bucket, settings)
+        self._seed(name, bucket, settings.case_id)
         self.bucket_name = bucket.bucket
         self.bucket_arn = bucket.arn
-        self.report_prefix = f"reports/{config.case_id}/"
+        self.report_prefix = f"reports/{settings.case_id}/"
         self.register_outputs(
             {
                 "bucket_name": self.bucket_name,
@@ -88,15 +97,15 @@ class CaseStore(pulumi.ComponentResource):
             }
         )
 
-    def _create_bucket(self, name: str, config: StackConfig) -> aws.s3.Bucket:
+    def _create_bucket(self, name: str, settings: StoreSettings) -> aws.s3.Bucket:
         return aws.s3.Bucket(
             f"{name}-bucket",
             bucket_prefix="procurement-analyst-",
-            force_destroy=config.bucket_on_destroy is BucketOnDestroy.FORCE_DESTROY,
+            force_destroy=settings.on_destroy is BucketOnDestroy.FORCE_DESTROY,
             opts=self._opts,
         )
 
-    def _lock_down(self, name: str, bucket: aws.s3.Bucket, config: StackConfig) -> None:
+    def _lock_down(self, name: str, bucket: aws.s3.Bucket, settings: StoreSettings) -> None:
         aws.s3.BucketPublicAccessBlock(
             f"{name}-public-access",
             bucket=bucket.id,
@@ -123,7 +132,7 @@ class CaseStore(pulumi.ComponentResource):
             ],
             opts=self._opts,
         )
-        if config.bucket_versioning:
+        if settings.versioning:
             # Turning it off later deletes this resource, which suspends versioning (S3 cannot
             # un-version a bucket) unless the bucket is retained, when versioning stays on; the
             # versions already kept stay either way.

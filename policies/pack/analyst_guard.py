@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import json
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pulumi_policy import (
@@ -23,6 +23,7 @@ from pulumi_policy import (
     StackValidationArgs,
     StackValidationPolicy,
 )
+from pulumi_policy.proxy import UnknownValueError
 
 # NOTE: `pulumi preview --policy-pack` runs this directory as a script directory (this module is
 # top-level there), while the tests import the package policies.pack: load the sibling either way.
@@ -59,6 +60,15 @@ SECRET_PROPERTIES: dict[str, tuple[str, ...]] = {
 MIN_SECRET_LENGTH = 8
 
 
+def known(props: Mapping[str, Any], key: str) -> Any:
+    """props[key], or None while a preview cannot know it (pulumi-policy raises on reading an
+    unknown value, which would make the whole policy advisory): skipped now, judged on up."""
+    try:
+        return props.get(key)
+    except UnknownValueError:
+        return None
+
+
 def bounded_jobs(name: str, resource_type: str, props: Mapping[str, Any]) -> list[str]:
     """A Job runs once, within a deadline, and is cleaned up after a TTL."""
     if resource_type != JOB:
@@ -69,7 +79,8 @@ def bounded_jobs(name: str, resource_type: str, props: Mapping[str, Any]) -> lis
         violations.append(f"{name}: backoffLimit is {spec.get('backoffLimit')!r}, not 0")
     for field in ("activeDeadlineSeconds", "ttlSecondsAfterFinished"):
         value = spec.get(field)
-        if not isinstance(value, int) or value <= 0:
+        # The engine sends every number as a double: 1800 arrives as 1800.0.
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
             violations.append(f"{name}: {field} is not set to a positive number of seconds")
     return violations
 
@@ -106,6 +117,10 @@ RESOURCE_CHECKS: dict[str, tuple[str, Callable[[str, str, Mapping[str, Any]], li
         pod_guard.non_root,
     ),
     "no-service-account-token": ("automountServiceAccountToken: false.", pod_guard.no_token_mount),
+    "no-pod-identity-in-init-containers": (
+        "No init container of an analyst pod gets the role's credentials from Pod Identity.",
+        pod_guard.no_credentials_for_root_init,
+    ),
     "jobs-run-once-with-deadline-and-ttl": (
         "Jobs have backoffLimit 0, a deadline and a TTL.",
         bounded_jobs,
@@ -180,13 +195,13 @@ def _as_list(value: Any) -> list[str]:
 def iam_least_privilege(resources: list[StackResource]) -> list[tuple[str, str]]:
     """No `*` in an action, and every S3 resource within the stack's own bucket."""
     buckets = {
-        r.props["bucket"]
+        known(r.props, "bucket")
         for r in resources
-        if r.resource_type == BUCKET and isinstance(r.props.get("bucket"), str)
+        if r.resource_type == BUCKET and isinstance(known(r.props, "bucket"), str)
     }
     violations = []
     for policy in (r for r in resources if r.resource_type == ROLE_POLICY):
-        document = policy.props.get("policy")
+        document = known(policy.props, "policy")
         if not isinstance(document, str):
             continue  # unknown until the bucket exists: checked again on `pulumi up`
         for statement in _statements(document):
@@ -204,13 +219,19 @@ def iam_least_privilege(resources: list[StackResource]) -> list[tuple[str, str]]
 
 
 def _strings(value: Any) -> Iterable[str]:
+    # pulumi-policy hands the properties over as Mapping and Sequence proxies, not dicts and
+    # lists; an unknown value is skipped.
     if isinstance(value, str):
         yield value
     elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
+        for key in value:
+            yield from _strings(known(value, key))
+    elif isinstance(value, Sequence):
+        for index in range(len(value)):
+            try:
+                item = value[index]
+            except UnknownValueError:
+                continue
             yield from _strings(item)
 
 
@@ -220,13 +241,17 @@ def no_secret_in_outputs(resources: list[StackResource]) -> list[tuple[str, str]
         value
         for r in resources
         for prop in SECRET_PROPERTIES.get(r.resource_type, ())
-        for value in _strings(r.props.get(prop))
+        for value in _strings(known(r.props, prop))
         if len(value) >= MIN_SECRET_LENGTH
     }
     violations = []
     for stack in (r for r in resources if r.resource_type == STACK):
-        for output, value in stack.props.items():
-            if any(secret in text for text in _strings(value) for secret in secrets):
+        for output in stack.props:
+            if any(
+                secret in text
+                for text in _strings(known(stack.props, output))
+                for secret in secrets
+            ):
                 violations.append((f"stack output {output!r} holds a secret value", stack.urn))
     return violations
 

@@ -33,6 +33,9 @@ REHEARSAL_SWITCH = "ANALYST_REHEARSAL"
 PRIVILEGED_CONTAINERS = {("initContainers", "raise-userns-limit"), ("containers", "analyst")}
 ROOT_CONTAINER = ("initContainers", "raise-userns-limit")
 CONFINING_SECCOMP = {"RuntimeDefault", "Localhost"}
+# EKS Pod Identity gives every container the role's credentials but those this pod annotation
+# lists (infra/pod_specs.py POD_IDENTITY_SKIP says where that is defined).
+POD_IDENTITY_SKIP = "eks.amazonaws.com/skip-containers"
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 
 
@@ -192,4 +195,23 @@ def no_rehearsal_switch(name: str, resource_type: str, props: Mapping[str, Any])
         if any(
             (entry or {}).get("name") == REHEARSAL_SWITCH for entry in container.get("env") or []
         )
+    ]
+
+
+def no_credentials_for_root_init(
+    name: str, resource_type: str, props: Mapping[str, Any]
+) -> list[str]:
+    """Every init container of an analyst pod is left out of Pod Identity's injection: the root,
+    privileged one needs no AWS identity, and may not hold the role's."""
+    spec = pod_spec(resource_type, props)
+    if spec is None or component(props) != ANALYST_COMPONENT:
+        return []
+    template = (props.get("spec") or {}).get("template") or {}
+    listed = ((template.get("metadata") or {}).get("annotations") or {}).get(POD_IDENTITY_SKIP, "")
+    skipped = {part.strip() for part in str(listed).split(",")}
+    return [
+        f"{name}: init container {container.get('name')!r} gets the role's credentials (not "
+        f"listed in {POD_IDENTITY_SKIP})"
+        for kind, container in containers(spec)
+        if kind == "initContainers" and container.get("name") not in skipped
     ]

@@ -11,7 +11,7 @@ import pytest
 
 from app.core import cluster_env
 from app.core.pins import bubblewrap_build_args
-from infra.pod_specs import APP_UID
+from infra.pod_specs import APP_UID, POD_IDENTITY_SKIP
 from policies.pack import pod_guard
 from tests.support.policy_runs import resource_violations
 from tests.support.stack_run import REPO_ROOT, StackRun, run_stack
@@ -56,8 +56,11 @@ def test_one_ordinary_hardened_pod_per_layer_on_its_analyst_pods_node(
             pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
         ]
         assert term["topologyKey"] == "kubernetes.io/hostname", urn
-        # It selects exactly the labels this layer's analyst pod carries.
-        analyst_labels = analysts[layer]["inputs"]["spec"]["template"]["metadata"]["labels"]
+        # It selects exactly the labels this layer's analyst pod carries: its template's, and
+        # the one the Job controller gives the pods of that Job (the Job's name).
+        analyst_labels = analysts[layer]["inputs"]["spec"]["template"]["metadata"]["labels"] | {
+            "batch.kubernetes.io/job-name": analysts[layer]["inputs"]["metadata"]["name"]
+        }
         assert term["labelSelector"]["matchLabels"].items() <= analyst_labels.items(), urn
         assert term["labelSelector"]["matchLabels"][cluster_env.LAYER_LABEL] == layer
         assert pod["automountServiceAccountToken"] is False
@@ -99,6 +102,7 @@ def test_the_pack_names_the_pods_by_the_contracts_labels() -> None:
     assert pod_guard.ANALYST_COMPONENT == cluster_env.ANALYST_COMPONENT
     assert pod_guard.COMPARISON_COMPONENT == cluster_env.COMPARISON_COMPONENT
     assert pod_guard.REHEARSAL_SWITCH == cluster_env.REHEARSAL
+    assert pod_guard.POD_IDENTITY_SKIP == POD_IDENTITY_SKIP
 
 
 def test_the_outputs_name_each_comparison_and_the_command(compared: StackRun) -> None:

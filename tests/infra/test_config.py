@@ -265,6 +265,10 @@ BAD_VALUES: list[tuple[dict[str, object], str]] = [
     ({"namespace": "n" * 64}, "procurement-analyst:namespace: must be a DNS-1123 label"),
     ({"caseID": "rfp-001"}, "procurement-analyst:caseID: unknown key; did you mean caseId?"),
     ({"regoin": "us-east-1"}, "procurement-analyst:regoin: unknown key; did you mean region?"),
+    (
+        {"clusterAddons": "install"},
+        "clusterAddons install applies to runtimeTarget hardened-container",
+    ),
 ]
 
 

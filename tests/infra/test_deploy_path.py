@@ -14,9 +14,10 @@ import pytest
 from app.core.roles import Layer
 from infra.cluster_checks import ClusterFacts, ClusterNotReady, require_ready_cluster
 from infra.manifests import supplier_config_checksum
-from infra.naming import ecr_repository_name, job_name, stack_slug
+from infra.naming import ecr_repository_name, job_name, slug, spec_digest
 from infra.pod_specs import JOB_DEADLINE_SECONDS
-from tests.support.engine import SUPPLIER_KEY
+from infra.runtime_class_wait import NotYetReadable, RuntimeClassUnavailable, wait_until_readable
+from tests.support.engine import SANDBOX_TAINT, SUPPLIER_KEY
 from tests.support.stack_run import (
     CREATE_MODE,
     CREATE_WORLD,
@@ -76,7 +77,9 @@ def test_images_are_pushed_by_digest_without_a_tag(default_stack: StackRun) -> N
 
 def test_every_pod_runs_its_image_by_digest(default_stack: StackRun) -> None:
     digest = r"@sha256:[0-9a-f]{64}"
-    repository = "123456789012.dkr.ecr.us-west-2.amazonaws.com/procurement-analyst/dev/"
+    repository = (
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/procurement-analyst/organization/dev/"
+    )
     assert re.fullmatch(
         re.escape(repository + "analyst") + digest, default_stack.outputs["analystImage"]
     )
@@ -93,15 +96,42 @@ def test_every_pod_runs_its_image_by_digest(default_stack: StackRun) -> None:
 # --- 3: Jobs are named after their spec and never replaced in place ------------------------
 
 
-def test_a_job_name_carries_its_spec_digest_and_changes_with_it() -> None:
+def test_a_job_name_is_its_layer_trigger_and_a_suffix_within_the_label_limit() -> None:
     spec = {"template": {"spec": {"containers": [{"image": "a@sha256:1"}]}}}
-    changed = {"template": {"spec": {"containers": [{"image": "a@sha256:2"}]}}}
-    name = job_name(Layer.NONO, "1", spec)
-    assert re.fullmatch(r"analyst-nono-1-[0-9a-f]{10}", name)
-    assert job_name(Layer.NONO, "1", changed) != name
-    assert job_name(Layer.NONO, "1", json.loads(json.dumps(spec))) == name
-    longest = job_name(Layer.BUBBLEWRAP, "a" * 32, spec)
-    assert len(longest) <= 63
+    digest = spec_digest("1", spec)
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    assert spec_digest("2", spec) != digest, "a new runTrigger must draw a new name"
+    assert spec_digest("1", json.loads(json.dumps(spec))) == digest
+    assert re.fullmatch(r"analyst-nono-1-[0-9a-f]{10}", job_name(Layer.NONO, "1", digest[:10]))
+    assert len(job_name(Layer.BUBBLEWRAP, "a" * 32, digest[:10])) <= 63
+
+
+RANDOM_ID = "random:index/randomId:RandomId"
+
+
+def _jobs_by_name(stack: StackRun) -> dict[str, dict[str, Any]]:
+    return {job["name"]: job for job in stack.of_type(JOB)}
+
+
+@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
+def test_a_jobs_name_is_drawn_anew_whenever_its_spec_changes(layer: str) -> None:
+    # A name that is a function of the spec comes back when the spec does (runTrigger 1, 2,
+    # then 1 again), and the retained Job of the first run still holds it: AlreadyExists. The
+    # name's suffix is a random id whose keeper is the spec's digest, which the engine draws
+    # anew on every change of its keepers, a change back included.
+    digests = {}
+    for trigger in ("1", "2"):
+        stack = run_stack(runTrigger=trigger)
+        job = _jobs_by_name(stack)[f"analyst-{layer}"]
+        (suffix,) = [r for r in stack.of_type(RANDOM_ID) if r["name"] == f"analyst-{layer}-name"]
+        assert suffix["urn"] in job["property_dependencies"]["metadata"], (
+            f"{job['urn']}'s name does not come from {suffix['urn']}"
+        )
+        spec = job["inputs"]["spec"]
+        assert suffix["inputs"]["keepers"] == {"spec": spec_digest(trigger, spec)}, suffix["urn"]
+        assert job["inputs"]["metadata"]["name"].startswith(f"analyst-{layer}-{trigger}-")
+        digests[trigger] = suffix["inputs"]["keepers"]["spec"]
+    assert digests["1"] != digests["2"]
 
 
 def test_a_new_image_is_a_new_job_beside_the_old_one() -> None:
@@ -241,7 +271,7 @@ def test_create_mode_says_in_preview_that_the_runtime_class_is_read_on_up() -> N
     assert stack.of_type(RUNTIME_CLASS) == [], "a preview registered a read it cannot make"
     warnings = [line["message"] for line in stack.logs if line["level"] == "warning"]
     assert any(
-        "isolated-sandbox RuntimeClass" in w and "`pulumi up` reads it" in w for w in warnings
+        "isolated-sandbox RuntimeClass" in w and "`pulumi up` waits for it" in w for w in warnings
     )
     cluster = stack.one("aws:eks/cluster:Cluster")
     for job in stack.of_type(JOB):
@@ -299,27 +329,42 @@ def test_every_job_has_a_deadline(default_stack: StackRun, layer: str) -> None:
     assert 600 <= deadline <= 3600
 
 
-# --- 9: ECR names from any stack name ------------------------------------------------------
+# --- 9: ECR names unique per organization, project and stack --------------------------------
 
 
 @pytest.mark.parametrize(
-    ("stack", "slug"),
-    [("dev", "dev"), ("prod", "prod"), ("Prod", "prod-"), ("team_A.stage", "team-a-stage-")],
+    ("stack", "part"),
+    [("dev", "/dev/"), ("prod", "/prod/"), ("Prod", "/prod-"), ("team_A.stage", "/team-a-stage-")],
 )
-def test_a_stack_name_becomes_a_valid_repository_path(stack: str, slug: str) -> None:
-    name = ecr_repository_name(stack, "analyst")
-    assert name.startswith(f"procurement-analyst/{slug}")
-    assert stack_slug("Prod") != stack_slug("prod"), "two stacks would share repositories"
+def test_a_stack_name_becomes_a_valid_repository_path(stack: str, part: str) -> None:
+    name = ecr_repository_name("acme", "procurement-analyst", stack, "analyst")
+    assert name.startswith("procurement-analyst/acme") and part in name, name
+    assert slug("Prod") != slug("prod"), "two stacks would share repositories"
 
 
-def test_the_program_names_repositories_for_a_capitalised_stack() -> None:
-    stack = run_stack(stack="Prod")
-    names = sorted(r["inputs"]["name"] for r in stack.of_type("aws:ecr/repository:Repository"))
-    assert names == [
-        ecr_repository_name("Prod", "analyst"),
-        ecr_repository_name("Prod", "supplier-api"),
-    ]
-    assert all(name == name.lower() for name in names)
+def test_the_same_stack_of_another_organization_or_project_has_its_own_repositories() -> None:
+    names = {
+        ecr_repository_name(organization, project, "dev", "analyst")
+        for organization, project in [
+            ("acme", "procurement-analyst"),
+            ("fork", "procurement-analyst"),
+            ("acme", "procurement-analyst-fork"),
+        ]
+    }
+    assert len(names) == 3, names
+    longest = ecr_repository_name("o" * 100, "p" * 100, "s" * 100, "supplier-api")
+    assert len(longest) <= 256 and longest.endswith("/supplier-api")
+
+
+def test_the_program_names_repositories_by_organization_project_and_stack() -> None:
+    for organization in ("acme", "fork"):
+        stack = run_stack(stack="Prod", organization=organization)
+        names = sorted(r["inputs"]["name"] for r in stack.of_type("aws:ecr/repository:Repository"))
+        assert names == [
+            ecr_repository_name(organization, "procurement-analyst", "Prod", "analyst"),
+            ecr_repository_name(organization, "procurement-analyst", "Prod", "supplier-api"),
+        ]
+        assert all(name == name.lower() for name in names)
 
 
 # --- 12: one identity, explicit providers everywhere ---------------------------------------
@@ -373,3 +418,102 @@ def test_preview_plans_every_resource_the_update_creates(cluster: str, images: s
         metadata = job["inputs"]["metadata"]
         assert metadata["namespace"] == "procurement-analyst", job["urn"]
         assert metadata["annotations"] == {"pulumi.com/skipAwait": "true"}, job["urn"]
+
+
+# --- the comparison pod lands beside its analyst pod, and follows every change of it --------
+
+
+def _comparison(stack: StackRun, layer: str) -> dict[str, Any]:
+    return _jobs_by_name(stack)[f"analyst-compare-{layer}"]
+
+
+def test_the_comparison_pod_tolerates_what_the_sandbox_runtime_class_tolerates() -> None:
+    # The sandbox nodes' taint is the RuntimeClass's to name: the pod copies its tolerations.
+    other = {"key": "other.example/taint", "operator": "Equal", "value": "x", "effect": "NoExecute"}
+    for tolerations in ([{"key": SANDBOX_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
+                        [other]):  # fmt: skip
+        stack = run_stack(comparisonPod=True, world={"sandbox_tolerations": tolerations})
+        for layer in ("bubblewrap", "nono"):
+            pod = _comparison(stack, layer)["inputs"]["spec"]["template"]["spec"]
+            assert pod["tolerations"] == tolerations, _comparison(stack, layer)["urn"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"modelId": "us.anthropic.claude-sonnet-4-5-20250929-v1:0"},
+        {"caseId": "rfp-other"},
+        {"runTrigger": "2"},
+        PREBUILT,
+    ],
+)
+def test_every_change_of_the_analyst_job_is_a_new_comparison_job(change: dict[str, Any]) -> None:
+    before, after = run_stack(comparisonPod=True), run_stack(comparisonPod=True, **change)
+    for layer in ("bubblewrap", "nono"):
+        analyst = [_jobs_by_name(s)[f"analyst-{layer}"]["inputs"]["metadata"]["name"]
+                   for s in (before, after)]  # fmt: skip
+        compared = [_comparison(s, layer)["inputs"]["metadata"]["name"] for s in (before, after)]
+        assert analyst[0] != analyst[1], f"{layer}: {change} kept the analyst Job"
+        assert compared[0] != compared[1], f"{layer}: {change} kept the comparison Job"
+        selector = _comparison(after, layer)["inputs"]["spec"]["template"]["spec"]["affinity"]
+        term = selector["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+        assert term["labelSelector"]["matchLabels"]["batch.kubernetes.io/job-name"] == analyst[1]
+
+
+# --- a created cluster's RuntimeClass is waited for, within a bound ------------------------
+
+
+def _reads(*answers: int) -> tuple[list[float], Any]:
+    slept: list[float] = []
+    queue = list(answers)
+
+    def read() -> None:
+        status = queue.pop(0)
+        if status:
+            raise NotYetReadable(status, "Forbidden" if status == 403 else "NotFound")
+
+    return slept, read
+
+
+def test_access_still_propagating_and_a_runtime_class_not_yet_made_are_waited_for() -> None:
+    slept, read = _reads(403, 401, 404, 0)
+    outcome = wait_until_readable(
+        read, "isolated-sandbox", attempts=5, interval=2, sleep=slept.append
+    )
+    assert (outcome.attempts, slept) == (4, [2, 2, 2])
+
+
+def test_the_wait_ends_with_one_error_naming_the_last_answer_and_the_fix() -> None:
+    slept, read = _reads(403, 403, 404)
+    with pytest.raises(RuntimeClassUnavailable) as caught:
+        wait_until_readable(read, "isolated-sandbox", attempts=3, interval=5, sleep=slept.append)
+    message = str(caught.value)
+    assert "still not readable after 3 attempts over 10s (last answer: 404 NotFound)" in message
+    assert "access entry" in message and "Kubernetes 1.36 or later" in message
+    assert slept == [5, 5], "no sleep after the last attempt"
+
+
+def test_any_other_answer_stops_at_once() -> None:
+    slept, read = _reads(500)
+    with pytest.raises(RuntimeClassUnavailable, match="500"):
+        wait_until_readable(read, "isolated-sandbox", attempts=3, interval=5, sleep=slept.append)
+    assert slept == []
+
+
+def test_create_mode_reads_the_runtime_class_only_once_the_wait_is_over() -> None:
+    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
+    (wait,) = stack.of_type("pulumi-python:dynamic:Resource")
+    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
+    assert admin["urn"] in wait["dependencies"], "the wait starts before the deployer's access"
+    assert wait["inputs"]["name"] == "isolated-sandbox"
+    kubeconfig = stack.one("pulumi:providers:kubernetes")["inputs"]["kubeconfig"]
+    assert wait["inputs"]["kubeconfig"] == kubeconfig, "it reads as the provider would"
+    assert wait["urn"] in stack.one(RUNTIME_CLASS)["dependencies"]
+    # An explicit provider: the stack disables every default one.
+    assert (
+        stack.provider_urn(wait["provider"]) == stack.one("pulumi:providers:pulumi-python")["urn"]
+    )
+    # A preview plans it (the engine runs no create in a preview) and reads nothing.
+    preview = run_stack(preview=True, world=CREATE_WORLD, **CREATE_MODE)
+    assert len(preview.of_type("pulumi-python:dynamic:Resource")) == 1
+    assert preview.of_type(RUNTIME_CLASS) == []

@@ -24,6 +24,8 @@ from tests.support.job_inputs import job_inputs
 from tests.support.stack_run import StackRun, run_failing, run_stack
 
 HARDENED: dict[str, Any] = {"runtimeTarget": "hardened-container"}
+INSTALLS: dict[str, Any] = {**HARDENED, "clusterAddons": "install"}
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 JOB = "kubernetes:batch/v1:Job"
 RELEASE = "kubernetes:helm.sh/v3:Release"
 SECCOMP_PROFILE = "kubernetes:security-profiles-operator.x-k8s.io/v1:SeccompProfile"
@@ -103,8 +105,13 @@ def test_no_pod_of_the_hardened_stack_is_privileged(hardened: StackRun) -> None:
             assert not container.get("securityContext", {}).get("privileged"), job["urn"]
 
 
-def test_the_operator_and_cert_manager_come_from_pinned_charts(hardened: StackRun) -> None:
-    releases = {r["inputs"]["name"]: r["inputs"] for r in hardened.of_type(RELEASE)}
+@pytest.fixture(scope="module")
+def installs() -> StackRun:
+    return run_stack(**INSTALLS)
+
+
+def test_the_operator_and_cert_manager_come_from_pinned_charts(installs: StackRun) -> None:
+    releases = {r["inputs"]["name"]: r["inputs"] for r in installs.of_type(RELEASE)}
     assert set(releases) == {"cert-manager", "security-profiles-operator"}
     operator = releases["security-profiles-operator"]
     assert operator["chart"] == (
@@ -135,14 +142,34 @@ def test_the_seccomp_profile_object_is_the_committed_policy(hardened: StackRun) 
 
 
 def test_up_installs_cert_manager_then_the_operator_then_the_profile_then_the_job(
-    hardened: StackRun,
+    installs: StackRun,
 ) -> None:
-    releases = {r["inputs"]["name"]: r for r in hardened.of_type(RELEASE)}
+    releases = {r["inputs"]["name"]: r for r in installs.of_type(RELEASE)}
     manager, operator = releases["cert-manager"], releases["security-profiles-operator"]
-    profile = hardened.one(SECCOMP_PROFILE)
+    profile = installs.one(SECCOMP_PROFILE)
     assert manager["urn"] in operator["dependencies"]
     assert operator["urn"] in profile["dependencies"]
-    assert profile["urn"] in _job(hardened, "bubblewrap")["dependencies"]
+    assert profile["urn"] in _job(installs, "bubblewrap")["dependencies"]
+
+
+def test_the_installing_stack_never_removes_the_cluster_wide_operators(installs: StackRun) -> None:
+    # They serve every stack on the cluster: `pulumi destroy` of this one leaves them.
+    releases = installs.of_type(RELEASE)
+    assert len(releases) == 2
+    for release in releases:
+        assert release["retain_on_delete"] is True, release["urn"]
+    assert installs.of_type(CRD) == []
+
+
+def test_a_stack_sharing_the_cluster_installs_nothing_and_requires_the_operator(
+    hardened: StackRun,
+) -> None:
+    # clusterAddons existing (the default): never a second install of the same releases.
+    assert hardened.of_type(RELEASE) == []
+    crd = hardened.one(CRD)
+    assert crd["read"] is True
+    assert crd["inputs"]["id"] == "seccompprofiles.security-profiles-operator.x-k8s.io"
+    assert crd["urn"] in hardened.one(SECCOMP_PROFILE)["dependencies"]
 
 
 def test_no_sandbox_runtime_class_is_needed_or_read(hardened: StackRun) -> None:

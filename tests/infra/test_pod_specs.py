@@ -142,6 +142,17 @@ def test_the_bubblewrap_pod_raises_the_guest_userns_limit_as_root_first(
     }, job["urn"]
 
 
+def test_the_root_init_container_is_left_out_of_pod_identity(default_stack: StackRun) -> None:
+    # EKS Pod Identity's webhook injects into init containers too, unless the pod lists them.
+    job = _job(default_stack, "bubblewrap")
+    (init,) = _pod(job)["initContainers"]
+    annotations = job["inputs"]["spec"]["template"]["metadata"]["annotations"]
+    assert annotations == {"eks.amazonaws.com/skip-containers": init["name"]}, job["urn"]
+    assert (
+        "annotations" not in _job(default_stack, "nono")["inputs"]["spec"]["template"]["metadata"]
+    ), "the nono pod has no init container to leave out"
+
+
 def test_the_bubblewrap_controller_is_privileged_but_uid_1000(default_stack: StackRun) -> None:
     job = _job(default_stack, "bubblewrap")
     pod = _pod(job)

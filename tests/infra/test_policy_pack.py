@@ -31,6 +31,7 @@ def test_the_pack_has_every_policy_the_review_asks_for() -> None:
         "namespace-enforces-pod-security",
         "non-root-except-userns-init",
         "no-service-account-token",
+        "no-pod-identity-in-init-containers",
         "no-rehearsal-switch",
         "jobs-run-once-with-deadline-and-ttl",
         "ecr-scan-on-push",
@@ -206,6 +207,12 @@ BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
             [*POD, "initContainers", 0, "env"], [{"name": "ANALYST_REHEARSAL", "value": "1"}]
         ),
         "container 'raise-userns-limit' sets ANALYST_REHEARSAL",
+    ),
+    (
+        "bubblewrap",
+        "credentials-in-root-init",
+        set_input(["spec", "template", "metadata", "annotations"], DELETE),
+        "init container 'raise-userns-limit' gets the role's credentials",
     ),
     ("bubblewrap", "retries", set_input(["spec", "backoffLimit"], 3), "backoffLimit is 3, not 0"),
     (

@@ -34,6 +34,8 @@ from pulumi.runtime.sync_await import _sync_await
 from .engine_config import PROJECT_FILE, ConfigValue, program_config, project_document
 
 SECRET_MARKER = {"__secret__": True}
+# The taint the mocked sandbox RuntimeClass tolerates: the program must copy it, not know it.
+SANDBOX_TAINT = "mock.example/sandbox-node"
 ACCOUNT_ID = "123456789012"
 CLUSTER_CA = base64.b64encode(b"mock cluster CA").decode()
 DIGEST = "sha256:" + "0" * 64
@@ -41,6 +43,8 @@ DIGEST = "sha256:" + "0" * 64
 SUPPLIER_KEY = "mock-supplier-key"
 PRIVATE_KEY_PREFIX = "mock private key of"
 REGISTRY_TOKEN = "mock-registry-token"
+# What a self-managed backend calls the organization of every stack.
+DEFAULT_ORGANIZATION = "organization"
 
 
 @dataclass(frozen=True)
@@ -54,6 +58,12 @@ class World:
     caller_arn: str = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/deployer/session"
     # subnet id -> (vpc id, availability zone)
     subnets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # The isolated-sandbox RuntimeClass's scheduling.tolerations (its nodes' taint).
+    sandbox_tolerations: list[dict[str, str]] = field(
+        default_factory=lambda: [
+            {"key": SANDBOX_TAINT, "operator": "Exists", "effect": "NoSchedule"}
+        ]
+    )
 
 
 @dataclass
@@ -82,7 +92,7 @@ def _plain(value: Any) -> Any:
         inner = rpc.unwrap_rpc_secret(value)
         # A secret map keeps its keys (names, not values) so a reader can see what it holds.
         return {key: SECRET_MARKER for key in inner} if isinstance(inner, dict) else SECRET_MARKER
-    if value == rpc.UNKNOWN:
+    if isinstance(value, pulumi.output.Unknown) or value == rpc.UNKNOWN:
         return UNKNOWN_MARKER
     if isinstance(value, dict):
         return {key: _plain(item) for key, item in value.items()}
@@ -180,6 +190,9 @@ class ProgramMocks(pulumi.runtime.Mocks):
     ) -> tuple[str | None, dict[str, Any]]:
         state = dict(args.inputs)
         name = args.name
+        if args.resource_id:
+            # A read of an existing object: the engine reads it in a preview as well.
+            return args.resource_id, self._read(args.typ, args.resource_id)
         if self.preview:
             # Before a create the engine knows the inputs (and a name the provider's Check
             # assigns), never an ID or anything the provider computes.
@@ -219,7 +232,25 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 state |= {"certRequestPem": f"mock request of {name}"}
             case "random:index/randomPassword:RandomPassword":
                 state |= {"result": SUPPLIER_KEY}
+            case "pulumi-python:dynamic:Resource":
+                # The RuntimeClass wait: the mocked cluster answers at once.
+                state |= {"attempts": 1}
+            case "random:index/randomId:RandomId":
+                # The engine draws new bytes whenever the keepers change; the mock takes them
+                # from the keepers, so the rendered manifests (which put the spec's digest where
+                # the random id goes) can be compared with what the program registers.
+                drawn = str(state["keepers"]["spec"])[: 2 * int(state["byteLength"])]
+                state |= {"hex": drawn, "b64Url": drawn, "b64Std": drawn, "dec": drawn}
         return f"{name}-id", state
+
+    def _read(self, type_: str, object_id: str) -> dict[str, Any]:
+        if type_ == "kubernetes:node.k8s.io/v1:RuntimeClass":
+            return {
+                "metadata": {"name": object_id},
+                "handler": "mock-sandbox",
+                "scheduling": {"tolerations": self.world.sandbox_tolerations},
+            }
+        return {}
 
     def call(
         self, args: pulumi.runtime.MockCallArgs
@@ -315,6 +346,7 @@ def run_program(
     *,
     preview: bool = False,
     world: World | None = None,
+    organization: str = DEFAULT_ORGANIZATION,
 ) -> dict[str, Any]:
     """Run the program with these stack config values (as a stack file holds them)."""
     project = project_document()
@@ -334,7 +366,13 @@ def run_program(
     logger.addHandler(logs)
     logger.setLevel(logging.DEBUG)
     pulumi.runtime.set_mocks(
-        monitor.mocks, project=name, stack=stack, preview=preview, monitor=monitor, logger=logger
+        monitor.mocks,
+        project=name,
+        stack=stack,
+        preview=preview,
+        monitor=monitor,
+        logger=logger,
+        organization=organization,
     )
     program = PROJECT_FILE.parent / project["main"] / "__main__.py"
     try:
@@ -372,6 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stack", default="dev")
     parser.add_argument("--preview", action="store_true")
     parser.add_argument("--world", default="{}", help="World fields as a JSON object")
+    parser.add_argument("--organization", default=DEFAULT_ORGANIZATION)
     options = parser.parse_args(argv)
     world_fields = json.loads(options.world)
     if "addons" in world_fields:
@@ -384,6 +423,7 @@ def main(argv: list[str] | None = None) -> int:
             options.stack,
             preview=options.preview,
             world=World(**world_fields),
+            organization=options.organization,
         )
     except ProgramFailed as failed:
         print(failed, file=sys.stderr)

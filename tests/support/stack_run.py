@@ -63,10 +63,10 @@ class Failure:
 
 
 def _invoke(
-    config_json: str, stack: str, preview: bool, world_json: str
+    config_json: str, stack: str, preview: bool, world_json: str, organization: str
 ) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "tests.support.engine", "--config", config_json]
-    command += ["--stack", stack, "--world", world_json]
+    command += ["--stack", stack, "--world", world_json, "--organization", organization]
     if preview:
         command.append("--preview")
     return subprocess.run(
@@ -75,8 +75,10 @@ def _invoke(
 
 
 @cache
-def _run_cached(config_json: str, stack: str, preview: bool, world_json: str) -> StackRun | Failure:
-    completed = _invoke(config_json, stack, preview, world_json)
+def _run_cached(
+    config_json: str, stack: str, preview: bool, world_json: str, organization: str
+) -> StackRun | Failure:
+    completed = _invoke(config_json, stack, preview, world_json, organization)
     if completed.returncode != 0:
         return Failure(completed.returncode, completed.stderr)
     result = json.loads(completed.stdout)
@@ -92,10 +94,11 @@ def run_stack(
     stack: str = "dev",
     preview: bool = False,
     world: dict[str, Any] | None = None,
+    organization: str = "organization",
     **config: Any,
 ) -> StackRun:
     """The program's records for these stack config values (cached per arguments)."""
-    result = _run_cached(_key(config), stack, preview, _key(world or {}))
+    result = _run_cached(_key(config), stack, preview, _key(world or {}), organization)
     assert isinstance(result, StackRun), f"the program failed for {config}:\n{result.stderr}"
     return result
 
@@ -108,7 +111,7 @@ def run_failing(
     **config: Any,
 ) -> Failure:
     """The failure the engine or program reports for these values; asserts it does fail."""
-    result = _run_cached(_key(config), stack, preview, _key(world or {}))
+    result = _run_cached(_key(config), stack, preview, _key(world or {}), "organization")
     assert isinstance(result, Failure), f"the program accepted {config}"
     return result
 

@@ -17,7 +17,7 @@ from app.core.iam_policy import pod_identity_trust_policy
 from app.core.roles import Layer
 from rehearsal.image import ANALYST_IMAGE
 from rehearsal.objects import render
-from rehearsal.pod_identity import AUDIENCE, TOKEN_FILE, mutate
+from rehearsal.pod_identity import AUDIENCE, TOKEN_FILE, mutate, skipped
 from rehearsal.secret_values import ObjectData
 from rehearsal.security import ConfigError, privileges
 from rehearsal.trust import trust_allows
@@ -35,10 +35,17 @@ VALUES = {
 }
 
 
-def _pod(layer: Layer) -> dict[str, Any]:
-    spec: dict[str, Any] = render().analyst_jobs[layer]["spec"]["template"]["spec"]
-    admitted, _ = mutate(spec, "us-west-2")
+def _pod(layer: Layer, *, annotations: bool = True) -> dict[str, Any]:
+    template = render().analyst_jobs[layer]["spec"]["template"]
+    listed = skipped(template["metadata"].get("annotations", {})) if annotations else set()
+    admitted, _ = mutate(template["spec"], "us-west-2", listed)
     return admitted
+
+
+def _credentialed(container: dict[str, Any]) -> bool:
+    names = {entry["name"] for entry in container.get("env", [])}
+    mounted = any(m["name"] == "eks-pod-identity-token" for m in container.get("volumeMounts", []))
+    return {env.POD_IDENTITY_URI, env.POD_IDENTITY_TOKEN_FILE} <= names and mounted
 
 
 def _made(pod: dict[str, Any], tmp_path: Path) -> dict[str, Path]:
@@ -77,12 +84,18 @@ def test_the_token_is_0640_and_owned_by_the_pods_one_uid_when_there_is_one(
     assert (stat.S_IMODE(bwrap.st_mode), bwrap.st_uid, bwrap.st_gid) == (0o640, 0, 1000)
 
 
-def test_the_webhook_adds_its_variables_volume_and_mount_to_every_container() -> None:
+def test_the_webhook_credentials_every_container_but_those_the_pod_lists() -> None:
+    # EKS's webhook mutates init containers as well as containers, and leaves out the names in
+    # eks.amazonaws.com/skip-containers: the root init container is listed, so it holds no
+    # variable and no token, while the controller beside it gets both.
     pod = _pod(Layer.BUBBLEWRAP)
-    for container in [*pod["initContainers"], *pod["containers"]]:
-        names = {entry["name"] for entry in container["env"]}
-        assert {env.POD_IDENTITY_URI, env.POD_IDENTITY_TOKEN_FILE} <= names
-        assert any(m["name"] == "eks-pod-identity-token" for m in container["volumeMounts"])
+    (init,) = pod["initContainers"]
+    assert not _credentialed(init), init
+    assert not any(e["name"].startswith("AWS_") for e in init.get("env", [])), init["env"]
+    assert _credentialed(pod["containers"][0])
+    # Control: without the annotation the same webhook credentials the init container too.
+    (unlisted,) = _pod(Layer.BUBBLEWRAP, annotations=False)["initContainers"]
+    assert _credentialed(unlisted)
     # It does not override what the Job sets.
     analyst = pod["containers"][0]["env"]
     assert [e["name"] for e in analyst].count(env.REGION) == 1
