@@ -330,7 +330,8 @@ class LocalAws:
                 raise LocalAwsError(
                     f"moto did not answer the first request ({error}): "
                     f"{moto_failure(self._process, self.state_dir)}",
-                    "check moto[server] is installed in this environment",
+                    "check requirements-local.txt (moto and its server) is installed in this "
+                    "environment",
                 ) from error
             self._require_enforcement()
             self._admin = {"key": admin[0], "secret": admin[1]}
