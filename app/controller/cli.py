@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+from app.controller.case_command import check_case, new_case
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
@@ -110,7 +111,39 @@ def _parser() -> argparse.ArgumentParser:
         type=Path,
         help="parent of the per-layer report folders (default: runs)",
     )
+    _case_commands(commands)
     return parser
+
+
+def _case_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    case = commands.add_parser(
+        "case",
+        help="write a case folder of your own, or check one exactly as a run checks it",
+        description="A case folder of your own: `case new` writes one to edit, `case check` "
+        "validates it as a run does. Exits 2 when the folder is not a valid case.",
+    )
+    what = case.add_subparsers(dest="case_command", required=True)
+    new = what.add_parser(
+        "new",
+        help="write a valid case folder with three example suppliers to edit",
+        description="Writes DIR/case.json and DIR/proposals/<id>.json for three example "
+        "suppliers, each sha256 filled in; the folder's name is the case id.",
+    )
+    new.add_argument("folder", type=Path, metavar="DIR", help="a new or empty folder")
+    check = what.add_parser(
+        "check",
+        help="validate a case folder as a run does, every file and field, exit 2 if invalid",
+        description="Validates DIR exactly as `run` does and prints every problem, file by file "
+        "and field by field (exit 2), or that the case is valid and which supplier its "
+        "comparison picks.",
+    )
+    check.add_argument("folder", type=Path, metavar="DIR", help="the case folder")
+    check.add_argument(
+        "--write-digests",
+        action="store_true",
+        help="first set each supplier's sha256 in case.json to its proposal file's digest, "
+        "and say which changed",
+    )
 
 
 def _common(command: argparse.ArgumentParser) -> None:
@@ -195,7 +228,20 @@ def _nitro_evidence(args: argparse.Namespace) -> int:
     return 0 if verdict is Verdict.ISOLATED else 1
 
 
+def _case(args: argparse.Namespace) -> int:
+    try:
+        if args.case_command == "new":
+            new_case(args.folder, sys.stdout)
+        else:
+            check_case(args.folder, write=args.write_digests, stream=sys.stdout)
+    except AnalystError as error:
+        _fatal(error)
+    return 0
+
+
 def _commands(args: argparse.Namespace) -> int:
+    if args.command == "case":
+        return _case(args)
     if args.command == "guest-readings":
         print(read_guest().line())
         return 0

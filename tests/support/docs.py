@@ -37,6 +37,22 @@ def prose(page_text: str) -> str:
     return _FENCE.sub("", page_text)
 
 
+def code_blocks(page_text: str) -> list[tuple[str, list[str]]]:
+    """Every fenced block of a page in order: its language (may be empty) and its lines."""
+    blocks: list[tuple[str, list[str]]] = []
+    language: str | None = None
+    for line in page_text.splitlines():
+        if line.startswith("```"):
+            if language is None:
+                language = line[3:].strip()
+                blocks.append((language, []))
+            else:
+                language = None
+        elif language is not None:
+            blocks[-1][1].append(line)
+    return blocks
+
+
 def slug(heading: str) -> str:
     """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens."""
     plain = re.sub(r"[^\w\- ]", "", heading.replace("`", "").lower())

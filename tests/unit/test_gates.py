@@ -17,8 +17,8 @@ COMPARISON = Comparison(
     "rfp-001",
     "northstar",
     (
-        SupplierVerdict("northstar", True, ()),
-        SupplierVerdict("harbor", False, ("delivery",)),
+        SupplierVerdict("northstar", True, (), "wins"),
+        SupplierVerdict("harbor", False, ("delivery",), "loses"),
     ),
 )
 KEYS = ["proposals/rfp-001/northstar.json", "proposals/rfp-001/harbor.json"]
@@ -72,7 +72,9 @@ def test_the_absent_id_is_never_one_of_the_case(ids: set[str]) -> None:
 
 def test_the_choice_control_holds_when_the_only_supplier_is_called_not_a_supplier() -> None:
     """The control once named the winner itself, so the gate accepted it and the run failed."""
-    only = Comparison("rfp-x", "not-a-supplier", (SupplierVerdict("not-a-supplier", True, ()),))
+    only = Comparison(
+        "rfp-x", "not-a-supplier", (SupplierVerdict("not-a-supplier", True, (), "wins"),)
+    )
     answer = Recommendation(
         recommended_supplier="not-a-supplier", analysis="`proposals/rfp-x/not-a-supplier.json`"
     )

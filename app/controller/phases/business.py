@@ -36,9 +36,9 @@ def business(
         detail=f"evaluator chose {theirs['winner']!r}",
     )
     checks.require(
-        theirs == mine.as_json(),
+        theirs == mine.facts_json(),
         "the controller's own comparison agrees with the evaluator's, supplier by supplier",
-        detail=f"controller {mine.as_json()}, evaluator {theirs}",
+        detail=f"controller {mine.facts_json()}, evaluator {theirs}",
     )
     writer = run.paths.workspace("writer")
     staged = writer.input / "comparison.json"
