@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 LOCAL  := $(VENV)/.installed-local
 READY  := $(VENV)/.installed
 
-.PHONY: demo test report-screenshot bench policies policies-check manifests rehearse lint clean
+.PHONY: demo test test-fast report-screenshot bench policies policies-check manifests rehearse lint clean
 
 $(LOCAL): requirements-local.txt requirements-runtime.txt requirements.lock scripts/bootstrap.sh
 	@scripts/bootstrap.sh $(VENV) local
@@ -22,6 +22,10 @@ demo: $(LOCAL)
 test: $(READY)
 	@scripts/browser.sh
 	$(PY) -m pytest -q
+
+## test-fast: the unit and Pulumi-mock tests alone: no real sandbox, moto or TLS server
+test-fast: $(READY)
+	$(PY) -m pytest -q -m "not integration" tests/unit tests/infra
 
 ## report-screenshot: re-render docs/images/report.png, the README's picture of a report, from a real run
 report-screenshot: $(READY)

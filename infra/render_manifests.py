@@ -180,14 +180,33 @@ def render(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--out", type=Path, default=REPO_ROOT / "build" / "manifests")
+    parser = argparse.ArgumentParser(
+        prog="python -m infra.render_manifests", description=(__doc__ or "").splitlines()[0]
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=REPO_ROOT / "build" / "manifests",
+        help="the folder the YAML files are written to (default: build/manifests)",
+    )
     parser.add_argument("--stack", default="dev", help="reads Pulumi.<stack>.yaml (default: dev)")
     defaults = DeployValues()
-    parser.add_argument("--analyst-image", default=defaults.analyst_image)
-    parser.add_argument("--supplier-image", default=defaults.supplier_image)
+    parser.add_argument(
+        "--analyst-image",
+        default=defaults.analyst_image,
+        help="the analyst image reference the Jobs run (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--supplier-image",
+        default=defaults.supplier_image,
+        help="the supplier API image reference its Deployment runs (default: %(default)s)",
+    )
     parser.add_argument("--bucket", default=defaults.bucket, help=f"the {env.BUCKET} of the Jobs")
-    parser.add_argument("--role-name", default=defaults.role_name)
+    parser.add_argument(
+        "--role-name",
+        default=defaults.role_name,
+        help="the analyst IAM role's name (default: %(default)s)",
+    )
     parser.add_argument(
         "--runtime-target",
         choices=[target.value for target in RuntimeTarget],

@@ -47,7 +47,12 @@ def _parser() -> argparse.ArgumentParser:
         "run",
         help="rehearse one layer's Job pod (with the supplier pod, and its comparison pod)",
     )
-    run.add_argument("--layer", choices=[layer.value for layer in Layer], required=True)
+    run.add_argument(
+        "--layer",
+        choices=[layer.value for layer in Layer],
+        required=True,
+        help="the layer whose Job pod to rehearse",
+    )
     every = commands.add_parser(
         "all",
         help="rehearse every layer's Job pod of the dev stack (`make rehearse` runs it once per "

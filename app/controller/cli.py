@@ -46,7 +46,13 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run one case under one confinement layer")
+    run = commands.add_parser(
+        "run",
+        help="run one case under one confinement layer",
+        description="Runs one case with its three tool processes confined by the chosen layer and "
+        "prints one PASS, FAIL or SKIP line per check, then ANALYST_COMPLETE=<run id>, the count "
+        "and where the report is. A FAIL stops the run with exit 1 and no report.",
+    )
     run.add_argument(
         "--layer",
         choices=[layer.value for layer in Layer],
@@ -71,7 +77,12 @@ def _parser() -> argparse.ArgumentParser:
         "comparison pod on its node printed, and the node's age; prints them side by side with "
         "a verdict. Exits 1 when the readings are the node's own or inconclusive.",
     )
-    evidence.add_argument("--layer", choices=[layer.value for layer in Layer], required=True)
+    evidence.add_argument(
+        "--layer",
+        choices=[layer.value for layer in Layer],
+        required=True,
+        help="the layer whose analyst Job pod to compare",
+    )
     evidence.add_argument(
         "--namespace", required=True, help="the stack's namespace: pulumi stack output namespace"
     )
@@ -102,8 +113,17 @@ def _parser() -> argparse.ArgumentParser:
         "guest-readings",
         help="print this machine's guest readings as one GUEST_READINGS= line (the comparison "
         "pod's command)",
+        description="Prints the kernel build (uname -rv), the uptime, the block devices and the "
+        "DMI product name as one GUEST_READINGS= line, as every analyst run prints them; "
+        "nitro-evidence compares the two pods' lines.",
     )
-    demo = commands.add_parser("demo", help="run the case under both layers, then a summary")
+    demo = commands.add_parser(
+        "demo",
+        help="run the case under both layers, then a summary",
+        description="What `make demo` runs: the case under bubblewrap, then under nono, each as "
+        "`run` runs it, then a summary of both. It stops at the first run that does not complete, "
+        "with that run's exit code.",
+    )
     _common(demo)
     demo.add_argument(
         "--out",

@@ -99,6 +99,7 @@ def test_a_malformed_cluster_setting_exits_2_naming_it(
     assert not (tmp_path / "w").exists()
 
 
+@pytest.mark.integration
 def test_a_machine_without_bwrap_exits_3_naming_the_fix(work_base: Path) -> None:
     # The interpreter (moto runs on it too) is found by absolute path; only bwrap is looked up.
     env = {"PATH": "/nonexistent", "HOME": os.environ.get("HOME", "/root")}
@@ -113,6 +114,7 @@ def test_a_machine_without_bwrap_exits_3_naming_the_fix(work_base: Path) -> None
     assert not (work_base / "o").exists()
 
 
+@pytest.mark.integration
 def test_a_case_with_no_eligible_supplier_stops_the_run_exit_1(
     tmp_path: Path, work_base: Path
 ) -> None:
@@ -130,6 +132,7 @@ def test_a_case_with_no_eligible_supplier_stops_the_run_exit_1(
     assert not (work_base / "o").exists()
 
 
+@pytest.mark.integration
 def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> None:
     out = work_base / "o"
     done = _controller(
@@ -143,6 +146,7 @@ def test_a_complete_run_exits_0_and_ends_with_the_summary(work_base: Path) -> No
     assert f"  recommendation: {out / 'recommendation.md'}" in lines
 
 
+@pytest.mark.integration
 @pytest.mark.parametrize(
     ("signum", "group"),
     [(signal.SIGINT, True), (signal.SIGTERM, False), (signal.SIGHUP, True)],
@@ -176,6 +180,7 @@ def _catches(pid: int, signum: int) -> bool:
     return bool(int(mask, 16) & (1 << (signum - 1)))
 
 
+@pytest.mark.integration
 def test_ctrl_c_while_the_program_loads_is_one_line_and_130(work_base: Path) -> None:
     """Before the run begins, while the heavy imports load: nothing exists, nothing to clean.
     The entry point's handler is the first thing it installs; SIGTERM, which Python leaves at
