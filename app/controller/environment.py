@@ -39,7 +39,10 @@ from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
 if TYPE_CHECKING:
     from strands.models.model import Model
 
-CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR)
+# The pod's run volume holds the work directory and the report folders side by side: never one
+# inside the other (app/controller/output.py, check_apart).
+CLUSTER_BASE: Final = Path(cluster_env.RUN_DIR) / "work"
+CLUSTER_REPORTS: Final = Path(cluster_env.RUN_DIR) / "reports"
 # The model's module imports Strands, a fifth of a second of the controller's start: it is
 # imported when a run is under way (load_model_library), never for --help, doctor or bad input.
 MODEL_MODULE: Final = "app.controller.agent_turn"
@@ -209,7 +212,7 @@ class ClusterMode(RunMode):
     default_base = CLUSTER_BASE
     # The image's filesystem is read-only in the nono Job; the run's volume is not, and the
     # report's lasting copy is the store's anyway.
-    default_out_parent = CLUSTER_BASE / "reports"
+    default_out_parent = CLUSTER_REPORTS
 
     def __init__(self, environ: Mapping[str, str]) -> None:
         names = (
