@@ -7,10 +7,19 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Callable
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from app.controller.cleanup_process import CleanupProcess
+from app.controller.environment import ClusterMode, LocalMode
+from app.core.repo import SAMPLE_CASE
 
 GIB = 1024**3
 ESC = "\x1b"
@@ -156,3 +165,35 @@ HELD_FDS: list[int] = []
 def outside_path(f: Folder, path: Path) -> Path:
     f.outside.append(path)
     return path
+
+
+@contextmanager
+def row_folder(prefix: str) -> Iterator[Folder]:
+    """A row's own folder under /var/tmp, with a copy of the sample case; removed after the
+    row with everything it named outside it, and any descriptor it left held closed."""
+    base = Path(tempfile.mkdtemp(prefix=prefix, dir="/var/tmp"))
+    case = base / "case"
+    shutil.copytree(SAMPLE_CASE, case)
+    made = Folder(base=base, case=case, work=base / "work", out=base / "out")
+    try:
+        yield made
+    finally:
+        while HELD_FDS:
+            os.close(HELD_FDS.pop())
+        for path in made.outside:
+            if path.is_symlink() or path.is_file():
+                path.unlink()
+            elif path.exists():
+                shutil.rmtree(path)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def set_tripwires(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing may start: no service, local or cluster, and no clean-up process."""
+
+    def started(*args: object, **kwargs: object) -> None:
+        raise AssertionError("a row got as far as starting something")
+
+    monkeypatch.setattr(LocalMode, "start", started)
+    monkeypatch.setattr(ClusterMode, "start", started)
+    monkeypatch.setattr(CleanupProcess, "__enter__", started)

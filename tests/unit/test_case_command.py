@@ -6,23 +6,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.controller import cli
-from app.controller.cleanup_process import CleanupProcess
-from app.controller.environment import ClusterMode, LocalMode
 from app.core import cluster_env
 from app.core.case_schema import CASE_SCHEMA_FILE, PROPOSAL_SCHEMA_FILE
 from app.core.repo import CASES_DIR, SAMPLE_CASE
 from tests.support.docs import DOCS_DIR, code_blocks
-from tests.support.input_folder import ESC, HELD_FDS, Folder, Row
+from tests.support.input_folder import ESC, Folder, Row, row_folder, set_tripwires
 from tests.support.input_rows_case import CASE_ROWS
 from tests.support.own_case import CASE_NAME, DELTA, edit_as_the_readme_says
 
@@ -231,28 +227,13 @@ def test_a_case_may_still_name_the_proposal_path_but_only_the_derived_one(
 
 @pytest.fixture
 def folder() -> Iterator[Folder]:
-    base = Path(tempfile.mkdtemp(prefix="analyst-case-check-", dir="/var/tmp"))
-    shutil.copytree(SAMPLE_CASE, base / "case")
-    made = Folder(base=base, case=base / "case", work=base / "work", out=base / "out")
-    yield made
-    while HELD_FDS:
-        os.close(HELD_FDS.pop())
-    for path in made.outside:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-    shutil.rmtree(base, ignore_errors=True)
+    with row_folder("analyst-case-check-") as made:
+        yield made
 
 
 @pytest.fixture
 def tripwires(monkeypatch: pytest.MonkeyPatch) -> None:
-    def started(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a row got as far as starting something")
-
-    monkeypatch.setattr(LocalMode, "start", started)
-    monkeypatch.setattr(ClusterMode, "start", started)
-    monkeypatch.setattr(CleanupProcess, "__enter__", started)
+    set_tripwires(monkeypatch)
     for name in [*cluster_env.__dict__.values()]:
         if isinstance(name, str) and name.startswith("ANALYST_"):
             monkeypatch.delenv(name, raising=False)

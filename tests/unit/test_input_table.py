@@ -11,23 +11,19 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from app.controller import cli
-from app.controller.cleanup_process import CleanupProcess
-from app.controller.environment import ClusterMode, LocalMode
 from app.core import cluster_env
-from app.core.repo import SAMPLE_CASE
 from tests.support.input_folder import (
     ESC,
-    HELD_FDS,
     Folder,
     Row,
+    row_folder,
+    set_tripwires,
     symlink,
 )
 from tests.support.input_rows_case import CASE_ROWS
@@ -44,31 +40,13 @@ def test_the_table_holds_at_least_sixty_distinct_rows() -> None:
 
 @pytest.fixture
 def folder() -> Iterator[Folder]:
-    base = Path(tempfile.mkdtemp(prefix="analyst-input-", dir="/var/tmp"))
-    case = base / "case"
-    shutil.copytree(SAMPLE_CASE, case)
-    made = Folder(base=base, case=case, work=base / "work", out=base / "out")
-    yield made
-    while HELD_FDS:
-        os.close(HELD_FDS.pop())
-    for path in made.outside:
-        if path.is_symlink() or path.is_file():
-            path.unlink()
-        elif path.exists():
-            shutil.rmtree(path)
-    shutil.rmtree(base, ignore_errors=True)
+    with row_folder("analyst-input-") as made:
+        yield made
 
 
 @pytest.fixture
 def tripwires(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Nothing may start: no service, local or cluster, and no clean-up process."""
-
-    def started(*args: object, **kwargs: object) -> None:
-        raise AssertionError("a row got as far as starting something")
-
-    monkeypatch.setattr(LocalMode, "start", started)
-    monkeypatch.setattr(ClusterMode, "start", started)
-    monkeypatch.setattr(CleanupProcess, "__enter__", started)
+    set_tripwires(monkeypatch)
 
 
 def _listing(base: Path) -> set[str]:
