@@ -4,8 +4,9 @@ Each layer's list opens with what `run` refuses as bad input before it creates a
 work directory, the file size limit: the same checks, in the same words), then the list the
 layer's preflight stops on (app/tools/*/preflight, prerequisites); doctor evaluates all of them
 instead of stopping at the first. In cluster mode
-(ANALYST_MODE=cluster) it adds what the pod must have been given: the EKS Pod Identity
-variables and token, the Job's settings, and a supplier Service that resolves and answers.
+(ANALYST_MODE=cluster) it adds what the pod must have been given: every variable of the Job and
+of EKS Pod Identity, through the parser a run's settings go through (app/core/cluster_settings.py),
+and a supplier Service that resolves and answers.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import TextIO, assert_never
-from urllib.parse import urlsplit
+from typing import Any, TextIO, assert_never
 
-from app.controller.environment import CLUSTER_BASE, ClusterMode, SettingMissing
+from app.controller.environment import CLUSTER_BASE
 from app.controller.limits import check_file_size_limit
 from app.controller.workdir import check_work_base
-from app.core import cluster_env
+from app.core import cluster_env, cluster_settings
+from app.core.cluster_settings import SettingUnusable, Variable
 from app.core.errors import BadInput, shown
 from app.core.roles import Layer
 from app.core.run_tree import DEFAULT_LOCAL_BASE, MAX_OUTPUT_FILE_BYTES, ToolIdentity
@@ -31,8 +32,6 @@ from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.prerequisites import Finding, Outcome, Prerequisite, evaluate, holds, missing
 
 CONNECT_TIMEOUT_SECONDS = 5
-POD_IDENTITY_SET = "EKS Pod Identity gave this pod its variables"
-SETTINGS_SET = "the Job's settings are set and well formed"
 SUPPLIER_RESOLVES = "the supplier Service's name resolves"
 WORK_DIR_HOLDS_A_RUN = "the work directory can hold a run's tree (name, length, place, writable)"
 FILE_SIZE_LIMIT = (
@@ -91,43 +90,25 @@ def layer_prerequisites(layer: Layer, tool: ToolIdentity, directory: Path) -> li
             assert_never(layer)
 
 
+def _variable(variable: Variable[Any], environ: Mapping[str, str]) -> Prerequisite:
+    def check() -> Finding:
+        try:
+            variable.value(environ)
+        except SettingUnusable as error:
+            return missing(error.message, error.remedy)
+        return holds(repr(environ[variable.name]) if variable.name in environ else "not set")
+
+    return Prerequisite(f"{variable.name} is {variable.what}", check)
+
+
 def cluster_prerequisites(environ: Mapping[str, str]) -> list[Prerequisite]:
-    """What the Job and EKS must have given this pod before either layer can run a case."""
-    variables = (cluster_env.POD_IDENTITY_URI, cluster_env.POD_IDENTITY_TOKEN_FILE)
-    state: dict[str, ClusterMode] = {}
-
-    def pod_identity() -> Finding:
-        unset = [name for name in variables if not environ.get(name)]
-        if unset:
-            return missing(
-                f"{', '.join(unset)} not set: the pod has no AWS identity",
-                "create the EKS Pod Identity association for the analyst ServiceAccount before "
-                "the pod starts (pulumi up does), and on a cluster without Auto Mode the "
-                "eks-pod-identity-agent add-on",
-            )
-        return holds(", ".join(variables))
-
-    def token_readable() -> Finding:
-        path = Path(environ[cluster_env.POD_IDENTITY_TOKEN_FILE])
-        try:
-            size = len(path.read_bytes())
-        except OSError as error:
-            return missing(
-                f"the Pod Identity token {path} cannot be read ({error.strerror})",
-                "the pod's uid must read its projected token: keep fsGroup set",
-            )
-        return holds(f"{path} ({size} bytes, not shown)")
-
-    def settings() -> Finding:
-        try:
-            state["mode"] = ClusterMode(environ)
-        except SettingMissing as error:
-            return missing(error.message, error.remedy or "the analyst Job sets it")
-        return holds(f"{cluster_env.BUCKET}, {cluster_env.SUPPLIER_API_URL} and the rest")
+    """What the Job and EKS must have given this pod before either layer can run a case: each
+    variable through the parser a run's settings go through, then the supplier Service."""
+    supplier_set = f"{cluster_settings.SUPPLIER_URL.name} is {cluster_settings.SUPPLIER_URL.what}"
 
     def supplier_address() -> tuple[str, int]:
-        parts = urlsplit(state["mode"].supplier_url)
-        return parts.hostname or "", parts.port or 443
+        endpoint = cluster_settings.SUPPLIER_URL.value(environ)
+        return endpoint.host, endpoint.port
 
     def resolves() -> Finding:
         host, port = supplier_address()
@@ -155,12 +136,10 @@ def cluster_prerequisites(environ: Mapping[str, str]) -> list[Prerequisite]:
         return holds(f"{host}:{port} accepts TCP connections")
 
     return [
-        Prerequisite(POD_IDENTITY_SET, pod_identity),
-        Prerequisite("the Pod Identity token is readable", token_readable, (POD_IDENTITY_SET,)),
-        Prerequisite(SETTINGS_SET, settings),
-        Prerequisite(SUPPLIER_RESOLVES, resolves, (SETTINGS_SET,)),
+        *(_variable(variable, environ) for variable in cluster_settings.VARIABLES),
+        Prerequisite(SUPPLIER_RESOLVES, resolves, (supplier_set,)),
         Prerequisite(
-            "the supplier Service accepts connections", answers, (SETTINGS_SET, SUPPLIER_RESOLVES)
+            "the supplier Service accepts connections", answers, (supplier_set, SUPPLIER_RESOLVES)
         ),
     ]
 

@@ -13,14 +13,12 @@ import gc
 import importlib
 import os
 import socket
-import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
-from urllib.parse import urlsplit
 
 import boto3
 
@@ -32,8 +30,9 @@ from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
 from app.core import cluster_env
 from app.core.case import CaseFolder
+from app.core.cluster_settings import ClusterSettings, SettingUnusable, Unusable, read_key_file
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
-from app.core.errors import BadInput, RunStopped
+from app.core.errors import RunStopped
 from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
 
 if TYPE_CHECKING:
@@ -69,14 +68,6 @@ def bedrock_model(model_id: str, region: str) -> Model:
     from app.controller import agent_turn
 
     return agent_turn.bedrock_model(model_id, region)
-
-
-# A supplier API key is a few dozen bytes; the file is bounded like every other input.
-MAX_KEY_BYTES: Final = 4096
-
-
-class SettingMissing(BadInput):
-    """A setting the chosen mode needs is missing or malformed; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -215,42 +206,8 @@ class ClusterMode(RunMode):
     default_out_parent = CLUSTER_REPORTS
 
     def __init__(self, environ: Mapping[str, str]) -> None:
-        names = (
-            cluster_env.BUCKET,
-            cluster_env.REGION,
-            cluster_env.MODEL_ID,
-            cluster_env.ROLE_NAME,
-            cluster_env.SUPPLIER_API_URL,
-            cluster_env.SUPPLIER_API_ALIAS_URL,
-            cluster_env.SUPPLIER_KEY_FILE,
-            cluster_env.SUPPLIER_CA_FILE,
-            cluster_env.POD_IDENTITY_URI,
-            cluster_env.POD_IDENTITY_TOKEN_FILE,
-        )
-        missing = [name for name in names if not environ.get(name)]
-        if missing:
-            raise SettingMissing(
-                f"{', '.join(missing)} {'is' if len(missing) == 1 else 'are'} not set",
-                f"the analyst Job sets them ({cluster_env.MODE}={cluster_env.CLUSTER_MODE}); "
-                "the Pod Identity variables come from the EKS Pod Identity association",
-            )
-        self.bucket = environ[cluster_env.BUCKET]
-        self.region = environ[cluster_env.REGION]
-        self.model_id = environ[cluster_env.MODEL_ID]
-        self.role_name = environ[cluster_env.ROLE_NAME]
-        self.supplier_url = _https_url(environ, cluster_env.SUPPLIER_API_URL)
-        self.alias_url = _https_url(environ, cluster_env.SUPPLIER_API_ALIAS_URL)
-        self.key_file = Path(environ[cluster_env.SUPPLIER_KEY_FILE])
-        self.ca_file = Path(environ[cluster_env.SUPPLIER_CA_FILE])
-        self.agent = urlsplit(environ[cluster_env.POD_IDENTITY_URI])
-        self.token_file = Path(environ[cluster_env.POD_IDENTITY_TOKEN_FILE])
-        switch = environ.get(cluster_env.REHEARSAL)
-        if switch not in (None, cluster_env.REHEARSAL_ON):
-            raise SettingMissing(
-                f"{cluster_env.REHEARSAL}={switch!r}",
-                f"only `python -m rehearsal` sets it, to {cluster_env.REHEARSAL_ON!r}",
-            )
-        self.rehearsal = switch == cluster_env.REHEARSAL_ON
+        self.settings = ClusterSettings.from_environ(environ)
+        self.rehearsal = self.settings.rehearsal
 
     def notices(self) -> list[str]:
         """What the run's log must say before its checks: here, that this is a rehearsal."""
@@ -265,88 +222,64 @@ class ClusterMode(RunMode):
     def start(
         self, stack: ExitStack, paths: RunPaths, tool: ToolIdentity, folder: CaseFolder
     ) -> Services:
-        session = boto3.Session(region_name=self.region)
+        settings = self.settings
+        agent = settings.credentials_agent
+        session = boto3.Session(region_name=settings.region)
         return Services(
-            bucket=self.bucket,
+            bucket=settings.bucket,
             session=session,
-            store=CaseStore.from_session(session, self.bucket),
+            store=CaseStore.from_session(session, settings.bucket),
             supplier=self._supplier(),
-            supplier_key=read_supplier_key(self.key_file),
-            aws_credential=AwsCredentialFile(self.token_file, "the Pod Identity token file"),
-            aws_endpoint=HostPort(resolve(self.agent.hostname or ""), self.agent.port or 80),
+            supplier_key=settings.supplier_key,
+            aws_credential=AwsCredentialFile(settings.token_file, "the Pod Identity token file"),
+            aws_endpoint=HostPort(resolve(agent.host), agent.port),
             identity=AwsIdentity(
                 credential_method="container-role",
                 credential_source="EKS Pod Identity (the container credential provider)",
-                expected_caller=self.role_name,
+                expected_caller=settings.role_name,
                 exact=False,
             ),
             model=self._model(),
         )
 
     def _model(self) -> ModelChoice:
+        model_id, region = self.settings.model_id, self.settings.region
         if self.rehearsal:
             return ModelChoice(
                 f"{OFFLINE_MODEL}: a rehearsal ({cluster_env.REHEARSAL}) has no Bedrock",
                 False,
                 offline_model,
                 no_bedrock_reason=f"a rehearsal ({cluster_env.REHEARSAL}) uses the offline "
-                f"model; the Job runs {self.model_id} on Bedrock",
+                f"model; the Job runs {model_id} on Bedrock",
             )
-        return ModelChoice(
-            f"Bedrock {self.model_id}", True, lambda: bedrock_model(self.model_id, self.region)
-        )
+        return ModelChoice(f"Bedrock {model_id}", True, lambda: bedrock_model(model_id, region))
 
     def _supplier(self) -> SupplierEndpoint:
         """The supplier Service, its host resolved once here for the network checks."""
-        parts = urlsplit(self.supplier_url)
-        port = parts.port or 443
+        supplier = self.settings.supplier
         try:
-            infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
+            infos = socket.getaddrinfo(supplier.host, supplier.port, type=socket.SOCK_STREAM)
         except OSError as exc:
             raise RunStopped(
-                f"cannot resolve the supplier API host {parts.hostname}: {exc}",
+                f"cannot resolve the supplier API host {supplier.host}: {exc}",
                 "check the supplier Service exists in this namespace",
             ) from exc
         return SupplierEndpoint(
-            url=self.supplier_url,
-            alias_url=self.alias_url,
+            url=supplier.url,
+            alias_url=self.settings.supplier_alias.url,
             address=str(infos[0][4][0]),
-            port=port,
-            ca_file=self.ca_file,
-            key_file=self.key_file,
+            port=supplier.port,
+            ca_file=self.settings.supplier_ca_file,
+            key_file=self.settings.supplier_key_file,
         )
 
 
-def _https_url(environ: Mapping[str, str], name: str) -> str:
-    value = environ[name]
-    parts = urlsplit(value)
-    if parts.scheme != "https" or not parts.hostname:
-        raise SettingMissing(f"{name}={value!r} is not an https://host[:port] URL")
-    return value
-
-
 def read_supplier_key(path: Path) -> bytes:
-    """The key's bytes without a trailing newline, which Secret files and editors often add.
-
-    Links are followed (the kubelet mounts a Secret's files as links into its own folder); the
-    size is bounded before anything is read.
-    """
+    """The run's own supplier key file (local mode), as the cluster's is read."""
     try:
-        with path.open("rb") as file:
-            st = os.fstat(file.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_KEY_BYTES:
-                raise SettingMissing(
-                    f"{path}: the supplier key file is not a regular file of at most "
-                    f"{MAX_KEY_BYTES} bytes"
-                )
-            key = file.read(MAX_KEY_BYTES).strip()
-    except OSError as error:
-        raise SettingMissing(
-            f"{path}: the supplier key file cannot be read ({error.strerror})"
-        ) from None
-    if not key:
-        raise SettingMissing(f"{path}: the supplier key file is empty")
-    return key
+        return read_key_file(path)
+    except Unusable as error:
+        raise RunStopped(f"{path}: the supplier key file {error.problem}") from None
 
 
 def mode_from_environment(environ: Mapping[str, str] = os.environ) -> RunMode:
@@ -355,7 +288,8 @@ def mode_from_environment(environ: Mapping[str, str] = os.environ) -> RunMode:
     if mode == cluster_env.CLUSTER_MODE:
         return ClusterMode(environ)
     if mode != "local":
-        raise SettingMissing(
+        raise SettingUnusable(
+            cluster_env.MODE,
             f"{cluster_env.MODE}={mode!r}",
             f"use {cluster_env.CLUSTER_MODE!r} in the Job, or leave it unset to run locally",
         )

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import pytest
 
+from app.core import cluster_env
 from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
+from tests.support.cluster_settings import cluster_environment
 from tests.support.masked_proc import in_container_proc
 from tests.support.stack_run import REPO_ROOT
 
@@ -236,51 +238,47 @@ def test_landlock_answering_enosys_is_named(out_dir: Path) -> None:
     ]
 
 
-def test_in_cluster_mode_without_pod_identity_or_settings_doctor_names_them() -> None:
-    completed = _run([*DOCTOR, "--layer", "nono"], _env(ANALYST_MODE="cluster"))
+def test_in_cluster_mode_without_pod_identity_or_settings_doctor_names_them(out_dir: Path) -> None:
+    # This machine has no pod volume at /var/lib/analyst: a work directory of the test's own.
+    completed = _run(
+        [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")], _env(ANALYST_MODE="cluster")
+    )
     assert completed.returncode == 3
     fails = _lines(completed, "FAIL ")
-    assert fails[0] == (
-        "FAIL EKS Pod Identity gave this pod its variables: AWS_CONTAINER_CREDENTIALS_FULL_URI, "
-        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE not set: the pod has no AWS identity"
+    assert (
+        "FAIL AWS_CONTAINER_CREDENTIALS_FULL_URI is the Pod Identity credential URI: "
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI is not set"
+    ) in fails
+    assert "     fix: EKS Pod Identity sets it: create the association for the analyst " in (
+        completed.stdout
     )
-    assert fails[1].startswith("FAIL the Job's settings are set and well formed: ANALYST_BUCKET")
-    assert len(_lines(completed, "SKIP ")) == 3
+    assert "FAIL ANALYST_BUCKET is an S3 bucket name: ANALYST_BUCKET is not set" in fails
+    # Every variable but the optional rehearsal switch; then what needs the supplier's URL.
+    assert len(fails) == 10
+    assert len(_lines(completed, "SKIP ")) == 2
     assert "nono cannot run here" in completed.stdout
 
 
-def _cluster_env(token: Path, supplier_url: str) -> dict[str, str]:
-    return _env(
-        ANALYST_MODE="cluster",
-        ANALYST_BUCKET="bucket",
-        AWS_REGION="us-west-2",
-        ANALYST_MODEL_ID="model",
-        ANALYST_ROLE_NAME="role",
-        SUPPLIER_API_URL=supplier_url,
-        SUPPLIER_API_ALIAS_URL=supplier_url,
-        SUPPLIER_KEY_FILE="/nonexistent/key",
-        SUPPLIER_CA_FILE="/nonexistent/ca",
-        AWS_CONTAINER_CREDENTIALS_FULL_URI="http://169.254.170.23/v1/credentials",
-        AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE=str(token),
-    )
+def _cluster_env(directory: Path, supplier_url: str) -> dict[str, str]:
+    return _env(**cluster_environment(directory, **{cluster_env.SUPPLIER_API_URL: supplier_url}))
 
 
 def test_in_cluster_mode_the_supplier_service_must_resolve_and_answer(out_dir: Path) -> None:
-    token = out_dir / "token"
-    token.write_text("not-a-real-token")
     with socket.socket() as listener:
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
         answering = _run(
-            [*DOCTOR, "--layer", "nono"], _cluster_env(token, f"https://127.0.0.1:{port}")
+            [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")],
+            _cluster_env(out_dir, f"https://127.0.0.1:{port}"),
         )
     assert answering.returncode == 0, answering.stdout
     assert "PASS the supplier Service accepts connections: 127.0.0.1:" in answering.stdout
     # The token's bytes are never printed.
-    assert "not-a-real-token" not in answering.stdout
+    assert "eyJhbGciOi" not in answering.stdout
     unknown = _run(
-        [*DOCTOR, "--layer", "nono"], _cluster_env(token, "https://supplier-api.invalid:8443")
+        [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")],
+        _cluster_env(out_dir, "https://supplier-api.invalid:8443"),
     )
     assert unknown.returncode == 3
     (fail,) = _lines(unknown, "FAIL ")

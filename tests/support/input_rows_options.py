@@ -7,6 +7,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from app.core import cluster_env
 from tests.support.cluster_settings import cluster_environment
@@ -25,6 +26,33 @@ def out_row(name: str, prepare: Callable[[Folder], object], fragment: str) -> Ro
         return f.argv()
 
     return Row(name, build, fragment)
+
+
+URL: Final = cluster_env.SUPPLIER_API_URL
+KEY: Final = cluster_env.SUPPLIER_KEY_FILE
+CA: Final = cluster_env.SUPPLIER_CA_FILE
+TOKEN: Final = cluster_env.POD_IDENTITY_TOKEN_FILE
+AGENT: Final = cluster_env.POD_IDENTITY_URI
+BUCKET: Final = cluster_env.BUCKET
+
+
+def cluster_row(
+    name: str, changes: Callable[[Folder], dict[str, str | None]], fragment: str
+) -> Row:
+    """A row in cluster mode: every file the settings name is real (in the row's folder) but
+    for what ``changes`` makes of the environment."""
+
+    def build(f: Folder) -> list[str]:
+        f.env.update(cluster_environment(f.base, **changes(f)))
+        return f.argv()
+
+    return Row(name, build, fragment)
+
+
+def written(f: Folder, name: str, data: bytes) -> Path:
+    path = f.base / name
+    path.write_bytes(data)
+    return path
 
 
 def long_work_dir(f: Folder, length: int) -> Path:
@@ -210,22 +238,128 @@ OPTION_ROWS = [
     Row("no layer", lambda f: ["run", "--case", str(f.case)], "--layer"),
     Row(
         "ANALYST_MODE misspelt",
-        lambda f: (f.env.update(cluster_environment(ANALYST_MODE="clustr")), f.argv())[1],
+        lambda f: (f.env.update(cluster_environment(f.base, ANALYST_MODE="clustr")), f.argv())[1],
         "ANALYST_MODE='clustr'",
     ),
-    Row(
-        "cluster bucket missing",
-        lambda f: (f.env.update(cluster_environment(**{cluster_env.BUCKET: None})), f.argv())[1],
-        f"{cluster_env.BUCKET} is not set",
+    cluster_row(
+        "cluster bucket missing", lambda f: {BUCKET: None}, f"{BUCKET} is not set; the analyst Job"
     ),
-    Row(
+    cluster_row(
         "cluster supplier URL not https",
-        lambda f: (
-            f.env.update(
-                cluster_environment(**{cluster_env.SUPPLIER_API_URL: "http://supplier:80"})
-            ),
-            f.argv(),
-        )[1],
-        f"{cluster_env.SUPPLIER_API_URL}='http://supplier:80' is not an https://host[:port] URL",
+        lambda f: {URL: "http://supplier:80"},
+        f"{URL}='http://supplier:80': is not an https:// URL; {URL} must be an https://host[:port]",
+    ),
+    cluster_row(
+        "cluster supplier URL with a port not a number",
+        lambda f: {URL: "https://localhost:abc"},
+        f"{URL}='https://localhost:abc': is not a URL (Port could not be cast to integer value",
+    ),
+    cluster_row(
+        "cluster supplier URL with a port out of range",
+        lambda f: {URL: "https://localhost:99999"},
+        f"{URL}='https://localhost:99999': is not a URL (Port out of range 0-65535)",
+    ),
+    cluster_row(
+        "cluster supplier URL with an open bracket",
+        lambda f: {cluster_env.SUPPLIER_API_ALIAS_URL: "https://[::1"},
+        "SUPPLIER_API_ALIAS_URL='https://[::1': is not a URL (Invalid IPv6 URL)",
+    ),
+    cluster_row(
+        "cluster supplier URL with a path",
+        lambda f: {URL: "https://supplier:8443/v1?x=1"},
+        "'https://supplier:8443/v1?x=1': has a path, a query or a fragment",
+    ),
+    cluster_row(
+        "cluster supplier URL with a host that is no name",
+        lambda f: {URL: "https://sup plier:8443"},
+        "its host is not a host name or an IP address",
+    ),
+    cluster_row(
+        "cluster key file missing",
+        lambda f: {KEY: str(f.base / "no-key")},
+        "-key': cannot be read (No such file or directory); SUPPLIER_KEY_FILE must be a readable",
+    ),
+    cluster_row(
+        "cluster key file a device that never ends",
+        lambda f: {KEY: "/dev/zero"},
+        f"{KEY}='/dev/zero': is not a regular file",
+    ),
+    cluster_row(
+        "cluster key file empty but for a newline",
+        lambda f: {KEY: str(written(f, "key-empty", b"\n"))},
+        "key-empty': is empty; SUPPLIER_KEY_FILE must be a file holding the supplier API key",
+    ),
+    cluster_row(
+        "cluster CA file missing",
+        lambda f: {CA: str(f.base / "no-ca.crt")},
+        "no-ca.crt': cannot be read (No such file or directory)",
+    ),
+    cluster_row(
+        "cluster CA file not PEM",
+        lambda f: {CA: str(written(f, "ca.txt", b"not a certificate\n"))},
+        "ca.txt': holds no PEM certificate; SUPPLIER_CA_FILE must be a PEM file of the CA",
+    ),
+    cluster_row(
+        "cluster token file missing",
+        lambda f: {TOKEN: str(f.base / "no-token")},
+        "no-token': cannot be read (No such file or directory); "
+        "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE must be a readable file",
+    ),
+    cluster_row(
+        "cluster token file a directory",
+        lambda f: {TOKEN: str(f.base)},
+        "': is not a regular file; AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE must be a regular file",
+    ),
+    cluster_row(
+        "cluster token ending in a newline",
+        lambda f: {TOKEN: str(written(f, "token-nl", b"eyJhbGciOi.a.b\n"))},
+        "token-nl': ends in a newline; AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE must be the "
+        "projected service account token",
+    ),
+    cluster_row(
+        "cluster credential URI that botocore refuses",
+        lambda f: {AGENT: "http://10.0.0.1/v1/credentials"},
+        "'http://10.0.0.1/v1/credentials': is refused by botocore, which takes http:// only",
+    ),
+    cluster_row(
+        "cluster credential URI not a URL",
+        lambda f: {AGENT: "169.254.170.23"},
+        f"{AGENT}='169.254.170.23': is not a URL (its host is not a host name or an IP address)",
+    ),
+    cluster_row(
+        "cluster credential URI of another scheme",
+        lambda f: {AGENT: "file:///etc/passwd"},
+        "'file:///etc/passwd': is not a URL",
+    ),
+    cluster_row(
+        "cluster Region malformed",
+        lambda f: {cluster_env.REGION: "not_a_region!"},
+        "AWS_REGION='not_a_region!': is not an AWS Region name; AWS_REGION must be a Region name "
+        "such as us-west-2",
+    ),
+    cluster_row(
+        "cluster bucket malformed",
+        lambda f: {BUCKET: "Bad..Bucket"},
+        f"{BUCKET}='Bad..Bucket': is not an S3 bucket name",
+    ),
+    cluster_row(
+        "cluster role name malformed",
+        lambda f: {cluster_env.ROLE_NAME: "role/with/slashes"},
+        "ANALYST_ROLE_NAME='role/with/slashes': is not an IAM role name",
+    ),
+    cluster_row(
+        "cluster model id with a newline",
+        lambda f: {cluster_env.MODEL_ID: "model\nid"},
+        "ANALYST_MODEL_ID='model\\nid': is not a Bedrock model id",
+    ),
+    cluster_row(
+        "cluster rehearsal switch of another value",
+        lambda f: {cluster_env.REHEARSAL: "yes"},
+        "ANALYST_REHEARSAL='yes': is not '1'",
+    ),
+    cluster_row(
+        "cluster settings, several unusable",
+        lambda f: {cluster_env.REGION: "x", BUCKET: None, CA: "/nonexistent"},
+        f"{BUCKET} is not set; the analyst Job sets it (also unusable: {cluster_env.REGION}, {CA};",
     ),
 ]

@@ -17,7 +17,7 @@ from app.controller.signals import STOP_SIGNALS
 from app.core import cluster_env
 from app.core.errors import AnalystError
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
-from tests.support.cluster_settings import CLUSTER_ENV
+from tests.support.cluster_settings import CLUSTER_ENV, cluster_environment
 from tests.support.faults import processes_of, secret_leftovers, start_controller
 
 
@@ -73,11 +73,12 @@ def test_bad_case_exits_2_naming_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("missing", sorted(set(CLUSTER_ENV) - {cluster_env.MODE}))
 def test_cluster_mode_names_each_missing_setting_exit_2(missing: str, tmp_path: Path) -> None:
-    env = {"PATH": "/usr/bin:/bin", **CLUSTER_ENV}
-    del env[missing]
+    env = {"PATH": "/usr/bin:/bin", **cluster_environment(tmp_path, **{missing: None})}
     done = _controller("run", "--layer", "nono", "--workdir", str(tmp_path / "w"), env=env)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.startswith(f"error (bad input): {missing} is not set;"), done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"error (bad input): {missing} is not set; "), done.stderr
+    assert "also unusable" not in line
     assert not (tmp_path / "w").exists()
 
 
@@ -92,7 +93,7 @@ def test_cluster_mode_names_each_missing_setting_exit_2(missing: str, tmp_path: 
 def test_a_malformed_cluster_setting_exits_2_naming_it(
     name: str, value: str, tmp_path: Path
 ) -> None:
-    env = {"PATH": "/usr/bin:/bin", **CLUSTER_ENV, name: value}
+    env = {"PATH": "/usr/bin:/bin", **cluster_environment(tmp_path, **{name: value})}
     done = _controller("run", "--layer", "nono", "--workdir", str(tmp_path / "w"), env=env)
     assert done.returncode == 2, done.stderr
     assert f"{name}={value!r}" in done.stderr

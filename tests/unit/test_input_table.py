@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from app.controller import cli
-from app.core import cluster_env
+from app.core import cluster_env, cluster_settings
 from tests.support.input_folder import (
     ESC,
     Folder,
@@ -66,9 +66,9 @@ def test_hostile_input_is_refused_before_anything_exists(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = row.build(folder)
-    for name in [*cluster_env.__dict__.values()]:
-        if isinstance(name, str) and name.startswith("ANALYST_"):
-            monkeypatch.delenv(name, raising=False)
+    for variable in cluster_settings.VARIABLES:
+        monkeypatch.delenv(variable.name, raising=False)
+    monkeypatch.delenv(cluster_env.MODE, raising=False)
     for name, value in folder.env.items():
         monkeypatch.setenv(name, value)
     before = _listing(folder.base)

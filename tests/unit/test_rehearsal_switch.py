@@ -3,24 +3,26 @@
 from __future__ import annotations
 
 import io
+from pathlib import Path
 
 import pytest
 
-from app.controller.environment import ClusterMode, SettingMissing
+from app.controller.environment import ClusterMode
 from app.core import cluster_env
 from app.core.checklog import CheckLog
-from tests.support.cluster_settings import CLUSTER_ENV
+from app.core.cluster_settings import SettingUnusable
+from tests.support.cluster_settings import cluster_environment
 
 
-def test_without_the_switch_the_job_uses_bedrock_and_prints_no_notice() -> None:
-    mode = ClusterMode(CLUSTER_ENV)
+def test_without_the_switch_the_job_uses_bedrock_and_prints_no_notice(tmp_path: Path) -> None:
+    mode = ClusterMode(cluster_environment(tmp_path))
     assert not mode.rehearsal and mode.notices() == []
     model = mode._model()
     assert model.bedrock and model.description.startswith("Bedrock ")
 
 
-def test_the_switch_selects_the_offline_model_and_says_so() -> None:
-    mode = ClusterMode({**CLUSTER_ENV, cluster_env.REHEARSAL: cluster_env.REHEARSAL_ON})
+def test_the_switch_selects_the_offline_model_and_says_so(tmp_path: Path) -> None:
+    mode = ClusterMode(cluster_environment(tmp_path, **{cluster_env.REHEARSAL: "1"}))
     assert mode.rehearsal
     (notice,) = mode.notices()
     assert notice.startswith(f"REHEARSAL: {cluster_env.REHEARSAL}=1 is set")
@@ -35,7 +37,7 @@ def test_the_switch_selects_the_offline_model_and_says_so() -> None:
 
 
 @pytest.mark.parametrize("value", ["0", "true", "yes", ""])
-def test_any_other_value_is_bad_input(value: str) -> None:
-    with pytest.raises(SettingMissing, match=cluster_env.REHEARSAL) as raised:
-        ClusterMode({**CLUSTER_ENV, cluster_env.REHEARSAL: value})
+def test_any_other_value_is_bad_input(value: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingUnusable, match=cluster_env.REHEARSAL) as raised:
+        ClusterMode(cluster_environment(tmp_path, **{cluster_env.REHEARSAL: value}))
     assert raised.value.exit_code == 2
