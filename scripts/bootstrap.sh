@@ -7,7 +7,7 @@
 # local: what running a case needs (`make demo`, `make bench`): bubblewrap, the system
 #        interpreter, requirements-local.txt.
 # dev:   (the default) everything else as well, for `make test`, `make lint`, the Pulumi program
-#        and the rehearsal: apparmor, iproute2, python3-venv, requirements.txt.
+#        and the rehearsal: apparmor, iproute2, python3-venv, strace, requirements.txt.
 set -euo pipefail
 
 venv=${1:-.venv}
@@ -32,6 +32,8 @@ if [ "$set_name" = dev ]; then
   # virtual environment of /usr/bin/python3 (util-linux's unshare and setpriv are essential).
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   /usr/bin/python3 -c 'import venv' >/dev/null 2>&1 || missing+=(python3-venv)
+  # The tests watch the controller's entry point install its signal handlers first.
+  command -v strace >/dev/null 2>&1 || missing+=(strace)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

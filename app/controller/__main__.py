@@ -1,28 +1,38 @@
 """Entry point: `python -m app.controller --help`."""
 
-import gc
-import sys
+# First, before anything else loads: from here on a stop signal ends the program with one line
+# and its exit code, never a traceback or a silent death (signals.py imports nothing heavy).
+from app.controller.signals import Stopped, say, stop_signals_from_here
 
-from app.controller.signals import exit_quietly_until_the_run_begins
+stop_signals_from_here()
 
-# Before the heavy imports below (boto3, strands, pydantic): a Ctrl-C while they load is one
-# line and exit 130, not a traceback.
-exit_quietly_until_the_run_begins()
+import sys  # noqa: E402
 
-# The modules below build many objects that live as long as the process (pydantic's models,
-# boto3's and botocore's tables), none of them garbage; the collector would walk them over and
-# over while they load. It is off while they load, and they are then frozen (collections skip
-# them) before it is on again for the run.
-gc.disable()
-from app.controller.cli import main  # noqa: E402
+try:
+    import gc
 
-gc.freeze()
-gc.enable()
+    from app.controller.standard_streams import reopen_closed
 
-code = main()
-# NOTE: the run is over (its services stopped, its files written and its tree removed); what
-# is left is the interpreter's exit, whose garbage collections over strands', boto3's and
-# pydantic's objects would take a tenth of a second. Frozen objects are skipped by them; the
-# memory goes back to the system with the process all the same.
-gc.freeze()
+    # Before any file or socket can take the number of a closed standard descriptor.
+    reopen_closed()
+    # The modules below build many objects that live as long as the process (pydantic's
+    # models, boto3's and botocore's tables), none of them garbage; the collector would walk
+    # them over and over while they load. It is off while they load, and they are then frozen
+    # (collections skip them) before it is on again for the run.
+    gc.disable()
+    from app.controller.cli import main
+
+    gc.freeze()
+    gc.enable()
+
+    code = main()
+    # NOTE: the run is over (its services stopped, its files written and its tree removed);
+    # what is left is the interpreter's exit, whose garbage collections over strands', boto3's
+    # and pydantic's objects would take a tenth of a second. Frozen objects are skipped by
+    # them; the memory goes back to the system with the process all the same.
+    gc.freeze()
+except Stopped as stopped:
+    # Stopped while loading, or after the command ended (cli.main reports one within it).
+    say(stopped.line())
+    code = stopped.exit_code
 sys.exit(code)

@@ -21,7 +21,8 @@ from app.controller.guest_comparison import Verdict
 from app.controller.layer_comparison import write_layer_comparison
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
-from app.controller.signals import Stopped, stop_on_signals
+from app.controller.signals import Stopped, say, stop_on_signals
+from app.controller.standard_streams import guarded_streams, refuse_closed_output
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, LayerUnavailable
@@ -295,16 +296,17 @@ def main(argv: list[str] | None = None) -> int:
     # once left the tools unable to read their inputs): what must be private is made so by its
     # own mode (0600, 0440, 0700), and everything else is made under this conventional mask.
     os.umask(0o022)
-    args = _parser().parse_args(argv)
-    try:
-        with stop_on_signals():
-            return _commands(args)
-    except Stopped as stopped:
-        # The run's clean-up ran as the stack unwound: services stopped, secrets and unfinished
-        # files removed; this is the one line left to say.
-        print(
-            f"stopped by {stopped.signal_name}: the run was cut short; its services were stopped "
-            "and its secrets and unfinished files removed",
-            file=sys.stderr,
-        )
-        return stopped.exit_code
+    with guarded_streams():
+        try:
+            refuse_closed_output()
+            args = _parser().parse_args(argv)
+            with stop_on_signals():
+                code = _commands(args)
+            # Said here, so that output a reader could not take is this command's failure.
+            sys.stdout.flush()
+            return code
+        except Stopped as stopped:
+            say(stopped.line())
+            return stopped.exit_code
+        except AnalystError as error:
+            _fatal(error)

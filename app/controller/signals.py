@@ -1,10 +1,13 @@
-"""The signals that stop a run: SIGINT (Ctrl-C), SIGTERM (``kill``, the kubelet) and SIGHUP (a
-closed terminal).
+"""The signals that stop the program: SIGINT (Ctrl-C), SIGTERM (``kill``, the kubelet) and SIGHUP
+(a closed terminal), from the first line of the entry point to its exit.
 
 Each becomes an exception raised wherever the controller is, so every clean-up of the run (its
 services, its secrets, its unfinished files) runs as the stack unwinds; the command line then
-prints one line and exits 128 plus the signal's number: 130, 143 and 129. Standard library only:
-the entry point installs the first handler before it imports anything heavy.
+prints one line and exits 128 plus the signal's number: 130, 143 and 129. The line says where
+the program was: still loading (nothing was created), in a command (its clean-up ran), or done.
+
+The entry point installs the handlers before it loads anything else, so this module imports
+nothing the interpreter has not loaded to start (no typing: its annotations stay strings).
 """
 
 from __future__ import annotations
@@ -12,52 +15,77 @@ from __future__ import annotations
 import signal
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from types import FrameType
-from typing import Final, NoReturn
 
-STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+LOADING, RUNNING, ENDED = "loading", "running", "ended"
+_phase = LOADING
 
 
 class Stopped(BaseException):
-    """A signal stopped the run. A BaseException, like KeyboardInterrupt: no ``except
+    """A signal stopped the program. A BaseException, like KeyboardInterrupt: no ``except
     Exception`` on the way may swallow it."""
 
-    def __init__(self, signum: int) -> None:
+    def __init__(self, signum: int, phase: str) -> None:
         self.signal_name = signal.Signals(signum).name
         self.exit_code = 128 + signum
+        self.phase = phase
         super().__init__(self.signal_name)
 
+    def line(self) -> str:
+        """The one line the program ends with."""
+        if self.phase == LOADING:
+            return f"stopped by {self.signal_name} before the run began; nothing was created"
+        if self.phase == ENDED:
+            return f"stopped by {self.signal_name} as the program ended, after its command had"
+        # The run's clean-up ran as the stack unwound: this is the one line left to say.
+        return (
+            f"stopped by {self.signal_name}: the run was cut short; its services were stopped "
+            "and its secrets and unfinished files removed"
+        )
 
-def _stop(signum: int, frame: FrameType | None) -> NoReturn:
-    # The first signal stops the run; later ones (a second Ctrl-C) are ignored from here on, so
-    # that the clean-up the first one started is not itself cut short.
+
+def say(line: str) -> None:
+    """The one line the program ends with, on standard error if it still takes one."""
+    with suppress(OSError, ValueError):
+        print(line, file=sys.stderr, flush=True)
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # The first signal stops the program; later ones (a second Ctrl-C) are ignored from here
+    # on, so that the clean-up the first one started is not itself cut short.
     for each in STOP_SIGNALS:
         signal.signal(each, signal.SIG_IGN)
-    raise Stopped(signum)
+    raise Stopped(signum, _phase)
+
+
+def stop_signals_from_here() -> None:
+    """The entry point's first call: from now on a stop signal raises Stopped."""
+    for each in STOP_SIGNALS:
+        signal.signal(each, _stop)
 
 
 @contextmanager
 def stop_on_signals() -> Iterator[None]:
-    """Within the block, a stop signal raises Stopped; the previous handlers come back after."""
+    """The command's block: a stop signal raises Stopped, which says the run was cut short.
+    The previous handlers come back after (the entry point's own, whose Stopped then says the
+    command had ended; or, in a test's process, the test runner's), unless a signal ended the
+    block: later signals stay ignored while its one line is printed."""
+    global _phase
     previous = {each: signal.getsignal(each) for each in STOP_SIGNALS}
+    _phase = RUNNING
     for each in STOP_SIGNALS:
         signal.signal(each, _stop)
+    stopped = False
     try:
         yield
+    except Stopped:
+        stopped = True
+        raise
     finally:
-        for each, handler in previous.items():
-            signal.signal(each, handler)
-
-
-def _exit_before_start(signum: int, frame: FrameType | None) -> NoReturn:
-    name = signal.Signals(signum).name
-    print(f"stopped by {name} before the run began; nothing was created", file=sys.stderr)
-    sys.exit(128 + signum)
-
-
-def exit_quietly_until_the_run_begins() -> None:
-    """Installed first thing by the entry point: a signal while the program is still loading
-    ends it with one line and the same exit code, not an import's traceback."""
-    for each in STOP_SIGNALS:
-        signal.signal(each, _exit_before_start)
+        _phase = ENDED
+        if not stopped:
+            for each, handler in previous.items():
+                signal.signal(each, handler)
