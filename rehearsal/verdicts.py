@@ -26,7 +26,7 @@ CLUSTER_LINES: Final = (
         "the AWS SDK takes the "
         "controller's credentials from EKS Pod Identity (the container credential provider)",
     ),
-    ("the caller is the stack's role", "the caller is the analyst's role: "),
+    ("the caller is the stack's role", "the caller is the analyst's role ("),
     *(
         (
             f"the {role} cannot open the Pod Identity token file",

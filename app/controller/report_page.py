@@ -70,9 +70,13 @@ def check_views(checks: Mapping[str, Any]) -> list[CheckView]:
     views = []
     for index, record in enumerate(checks["checks"], start=1):
         claim, reason = str(record["claim"]), ""
+        detail = str(record.get("detail", ""))
         status = str(record.get("outcome", record.get("status", "")))
         if status == "SKIP" and SKIP_SEPARATOR in claim:
             claim, _, reason = claim.rpartition(SKIP_SEPARATOR)
+        elif status == "SKIP":
+            # A SKIP's detail is why it cannot be made here.
+            reason, detail = detail, ""
         views.append(
             CheckView(
                 index=index,
@@ -81,7 +85,7 @@ def check_views(checks: Mapping[str, Any]) -> list[CheckView]:
                 status=status,
                 claim=claim,
                 reason=reason,
-                detail=str(record.get("detail", "")),
+                detail=detail,
             )
         )
     return views

@@ -1,4 +1,11 @@
-"""The check log: one PASS, FAIL or SKIP line per claim, printed as it is reached.
+"""The check log: one PASS, FAIL or SKIP line per check, printed as it is reached.
+
+Each check is made under its stable id from the catalogue (app/core/catalogue.py), inside the
+section that plans it: ``begin`` names the section and learns the checks it will make in this
+run, in order; a check the section does not plan next is a CatalogueError, so the count a
+section announces is the count it prints. Every record keeps what was observed (``detail``),
+PASS or not, and its line shows it after the claim, in parentheses (a SKIP's reason after a
+dash); a FAIL line ends with the check's id, the name the accounting and the tests know it by.
 
 A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and still exit 0.
 A SKIP names why it cannot run here and is never counted as passed.
@@ -11,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Literal, TextIO, TypeVar
 
+from app.core.catalogue import CatalogueError, Check, Claim, Fact, Section
 from app.core.errors import RunStopped
 
 T = TypeVar("T")
@@ -18,16 +26,27 @@ T = TypeVar("T")
 Outcome = Literal["PASS", "FAIL", "SKIP"]
 
 
-class CheckFailed(RunStopped):
-    """A check did not hold; the run stops here."""
-
-
 @dataclass(frozen=True)
 class CheckRecord:
+    id: str
     outcome: Outcome
     claim: str
     section: str
+    # What was observed (PASS or FAIL), or why the check cannot be made here (SKIP).
     detail: str = ""
+
+
+class CheckFailed(RunStopped):
+    """A check did not hold; the run stops here."""
+
+    def __init__(self, record: CheckRecord) -> None:
+        text = f"{record.claim}: {record.detail}" if record.detail else record.claim
+        super().__init__(text)
+        self.record = record
+
+    @property
+    def check_id(self) -> str:
+        return self.record.id
 
 
 @dataclass
@@ -35,74 +54,134 @@ class CheckLog:
     """Prints each check the moment it is decided and keeps the list for checks.json."""
 
     stream: TextIO = field(default_factory=lambda: sys.stdout)
-    section: str = "run"
     records: list[CheckRecord] = field(default_factory=list)
-    # Told each section as it begins: the run's clock times the sections as its phases.
+    # Told each section's name as it begins: the run's clock times the sections as its phases.
     on_section: Callable[[str], None] | None = None
     # Only FAIL and SKIP lines, each section's header printed before its first of them.
     quiet: bool = False
+    section: str = ""
+    # The ids the current section will print, in order, and how many it has printed.
+    planned: tuple[str, ...] = ()
+    made: int = 0
+    _may_fail: frozenset[str] = frozenset()
     _header_due: bool = False
 
-    def begin(self, section: str) -> None:
-        """Names the group the following checks belong to (layer, files, network, ...)."""
-        self.section = section
+    def begin(self, section: Section, **facts: Fact) -> None:
+        """Starts ``section``: ``facts`` say which of its families and conditional checks this
+        run makes (the case's suppliers, whether the supplier is on loopback, ...). Its header
+        line names it and how many checks it makes."""
+        self._end_section()
+        self.section = section.name
+        self.planned = tuple(section.planned(facts))
+        self._may_fail = frozenset(section.ids(facts))
+        self.made = 0
         self._header_due = True
         if not self.quiet:
             self._header()
         if self.on_section is not None:
-            self.on_section(section)
+            self.on_section(section.name)
 
     def _header(self) -> None:
         self._header_due = False
-        print(f"== {self.section}", file=self.stream, flush=True)
-
-    def _emit(self, record: CheckRecord) -> None:
-        self.records.append(record)
-        if self.quiet and record.outcome == "PASS":
-            return
-        if self._header_due:
-            self._header()
-        line = f"{record.outcome} {record.claim}"
-        if record.detail and record.outcome != "PASS":
-            line += f" ({record.detail})"
-        print(line, file=self.stream, flush=True)
-
-    def require(self, condition: bool, claim: str, *, detail: str = "") -> None:
-        """PASS when condition holds; otherwise FAIL and stop the run.
-
-        ``detail`` says what was observed instead; it is printed only on FAIL or SKIP.
-        """
-        if condition:
-            self._emit(CheckRecord("PASS", claim, self.section))
-            return
-        self._emit(CheckRecord("FAIL", claim, self.section, detail))
-        raise CheckFailed(f"{claim}: {detail}" if detail else claim)
-
-    def expect_equal(self, observed: object, expected: object, claim: str) -> None:
-        """PASS when observed == expected; the FAIL line names both values."""
-        self.require(
-            observed == expected, claim, detail=f"observed {observed!r}, expected {expected!r}"
+        count = len(self.planned)
+        print(
+            f"== {self.section} ({count} check{'' if count == 1 else 's'})",
+            file=self.stream,
+            flush=True,
         )
 
+    @property
+    def section_count(self) -> int:
+        """How many checks the current section makes in this run."""
+        return len(self.planned)
+
+    def close(self) -> None:
+        """Ends the last section: every check it planned was made."""
+        self._end_section()
+        self.section, self.planned, self.made = "", (), 0
+
+    def _end_section(self) -> None:
+        if self.made != len(self.planned):
+            missing = ", ".join(self.planned[self.made :])
+            raise CatalogueError(
+                f"section {self.section!r} planned {len(self.planned)} checks and made "
+                f"{self.made}: not made {missing}"
+            )
+
+    def _emit(self, claim: Claim, outcome: Outcome, detail: str) -> CheckRecord:
+        if claim.fails_only:
+            if outcome != "FAIL" or claim.id not in self._may_fail:
+                raise CatalogueError(f"{claim.id} is not a failure of section {self.section!r}")
+        else:
+            due = self.planned[self.made] if self.made < len(self.planned) else "nothing"
+            if claim.id != due:
+                raise CatalogueError(
+                    f"section {self.section!r} made {claim.id} where it plans {due}"
+                )
+            self.made += 1
+        record = CheckRecord(claim.id, outcome, claim.text, self.section, detail)
+        self.records.append(record)
+        if self.quiet and outcome == "PASS":
+            return record
+        if self._header_due:
+            self._header()
+        line = f"{outcome} {claim.text}"
+        if outcome == "SKIP":
+            line += f" — {detail}"
+        elif detail:
+            line += f" ({detail})"
+        if outcome == "FAIL":
+            line += f" [{claim.id}]"
+        print(line, file=self.stream, flush=True)
+        return record
+
+    def require(self, check: Check | Claim, condition: bool, *, detail: str = "") -> None:
+        """PASS when condition holds; otherwise FAIL and stop the run.
+
+        ``detail`` says what was observed: kept in the record and printed, whatever the outcome.
+        """
+        made = _made(check)
+        if condition:
+            self._emit(made, "PASS", detail)
+            return
+        raise CheckFailed(self._emit(made, "FAIL", detail))
+
+    def fail(self, check: Check | Claim, detail: str) -> None:
+        """FAIL and stop the run: for a check whose proof found what must not be there."""
+        raise CheckFailed(self._emit(_made(check), "FAIL", detail))
+
+    def expect_equal(self, check: Check | Claim, observed: object, expected: object) -> None:
+        """PASS when observed == expected; the FAIL line names both values."""
+        if observed == expected:
+            self.require(check, True, detail=f"observed {observed!r}")
+            return
+        self.require(check, False, detail=f"observed {observed!r}, expected {expected!r}")
+
     def holds(
-        self, claim: str, call: Callable[[], T], *, refusals: tuple[type[Exception], ...]
+        self,
+        check: Check | Claim,
+        call: Callable[[], T],
+        *,
+        refusals: tuple[type[Exception], ...],
+        detail: Callable[[T], str] | None = None,
     ) -> T:
         """PASS when call returns; FAIL (and stop) when it raises one of ``refusals``.
 
         For claims whose proof is an operation that raises when it does not hold (a scan that
-        finds the key, a reply that is not 200): the FAIL line names what was raised.
+        finds the key, a reply that is not 200): the FAIL line names what was raised, a PASS
+        records ``detail`` of what the call returned.
         """
         try:
             result = call()
         except refusals as error:
-            self.require(False, claim, detail=f"{type(error).__name__}: {error}")
-            raise  # unreachable: require(False) raises CheckFailed
-        self.require(True, claim)
+            self.fail(check, f"{type(error).__name__}: {error}")
+            raise  # unreachable: fail() raises CheckFailed
+        self.require(check, True, detail="" if detail is None else detail(result))
         return result
 
-    def skip(self, claim: str, reason: str) -> None:
-        """A claim this run cannot test here; printed with its reason, never counted as passed."""
-        self._emit(CheckRecord("SKIP", f"{claim} — {reason}", self.section))
+    def skip(self, check: Check | Claim, reason: str) -> None:
+        """A check this run cannot make here; printed with its reason, never counted as passed."""
+        self._emit(_made(check), "SKIP", reason)
 
     @property
     def passed(self) -> int:
@@ -114,3 +193,7 @@ class CheckLog:
 
     def as_json(self) -> list[dict[str, str]]:
         return [asdict(r) for r in self.records]
+
+
+def _made(check: Check | Claim) -> Claim:
+    return check() if isinstance(check, Check) else check

@@ -18,7 +18,7 @@ from typing import Any
 class Watched:
     """A check fails without the element."""
 
-    # The opening words of the check's claim, as the run prints it after "FAIL ".
+    # The id of the check (app/core/catalogue.py), which a run without the element fails.
     check: str
     # What the run sees without it, in a few words.
     because: str

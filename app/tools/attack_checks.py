@@ -20,10 +20,11 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.core.results import as_mapping
+from app.core.results import as_mapping, listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER, MAX_OUTPUT_FILE_BYTES
+from app.tools import catalogue as c
 from app.tools.attacks import (
     ATTACKS,
     CONTROL_ANSWERS,
@@ -144,8 +145,9 @@ class AttackChecks:
         self.answers_seen = AttackAnswers(control={}, roles={})
 
     def check(self) -> None:
-        self.checks.begin("attacks")
         with targets(self.run) as aim:
+            # The attacks on the IPv6 loopback are made only where the controller has one.
+            self.checks.begin(c.ATTACKS_SECTION, ipv6=aim.tcp6_port is not None)
             control_dir = str(self.run.paths.workspace("reader").output)
             control = as_mapping(
                 self.layer.run_unconfined(
@@ -178,18 +180,17 @@ class AttackChecks:
 
     def _control_line(self, attack: Attack, control: Any) -> None:
         tried = [probe for probe in attack.probes if probe in control]
-        got = ", ".join(f"{probe} {_said(control[probe])}" for probe in tried)
-        claim = f"control: unconfined at the tool's uid {self.run.tool.uid}: {got}"
         host_control(
             self.checks,
-            claim,
+            c.ATTACK_CONTROL(attack=attack.key, uid=self.run.tool.uid),
             {p: control[p] for p in tried},
             {p: CONTROL_ANSWERS[p] for p in tried},
+            said=", ".join(f"{probe} {_said(control[probe])}" for probe in tried),
         )
         for probe in attack.probes:
             if probe not in control:
                 self.checks.skip(
-                    f"no role can {attack.claim} ({probe})",
+                    c.ATTACK_NOT_TRIED(attack=attack.key, probe=probe, claim=attack.claim),
                     "the controller has no IPv6 loopback to listen on here",
                 )
 
@@ -205,10 +206,22 @@ class AttackChecks:
             if observed[r][p] != expected[r][p]
         ]
         self.checks.require(
+            c.ATTACK(attack=attack.key, claim=attack.claim, why=self.answers.why[attack.key]),
             not wrong,
-            f"no role can {attack.claim}: {described} ({self.answers.why[attack.key]})",
-            detail=f"observed {', '.join(wrong)}",
+            detail=f"observed {', '.join(wrong)}; expected {described}"
+            if wrong
+            else _by_role(observed),
         )
+
+
+def _by_role(observed: dict[Role, dict[str, str]]) -> str:
+    """ "every role: tcp4 ECONNREFUSED", or each group of roles that answered alike."""
+    groups: dict[str, list[Role]] = {}
+    for role in ROLES:
+        groups.setdefault(listing(observed[role]), []).append(role)
+    if len(groups) == 1:
+        return f"every role: {next(iter(groups))}"
+    return "; ".join(f"the {' and '.join(roles)}: {said}" for said, roles in groups.items())
 
 
 def _said(answer: str) -> str:

@@ -17,7 +17,8 @@ from app.core.results import ToolResult
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
-from app.core.secret_names import MODEL_KEY_VARIABLES, credential_variables
+from app.core.secret_names import credential_variables
+from app.tools import catalogue as c
 from app.tools.layer import ToolRunner
 from app.tools.together import Pending, judge_together, run_together
 
@@ -61,12 +62,16 @@ class CommonChecks:
         def judge(outcomes: list[Future[ToolResult]]) -> None:
             read = outcomes[0].result()
             self.checks.require(
+                c.READS_CASE,
                 read.ok
                 and read.data["sha256"] == staged
                 and read.data["case_id"] == self.run.case.case_id,
-                f"the reader reads its assigned case at {inside}: case {self.run.case.case_id}, "
-                f"the same sha256 as the controller's copy ({staged[:16]}…)",
-                detail=f"read {read.observed}, sha256 {read.data.get('sha256')}",
+                detail=f"{inside}: read {read.observed}, case {read.data.get('case_id')}, sha256 "
+                + (
+                    f"{staged[:16]}…"
+                    if read.data.get("sha256") == staged
+                    else f"{read.data.get('sha256')}, the controller's {staged}"
+                ),
             )
 
         return Pending([partial(self.layer.run_tool, "reader", "read-case", inside)], judge)
@@ -86,10 +91,12 @@ class CommonChecks:
                 seen[supplier_id] = (result.data.get("supplier_id"), result.data.get("sha256"))
             expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
             self.checks.require(
+                c.READS_PROPOSALS,
                 seen == expected,
-                f"the reader reads its assigned proposals ({', '.join(expected)}), each the "
-                "bytes whose sha256 the case entry names",
-                detail=f"read {seen}",
+                detail=", ".join(
+                    f"{sid} {str(digest)[:16]}…" if seen == expected else f"{sid} {digest}"
+                    for sid, (_, digest) in seen.items()
+                ),
             )
 
         calls = [
@@ -112,19 +119,17 @@ class CommonChecks:
             control = control_outcome.result()
             unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
             self.checks.require(
+                c.INPUT_WRITE_CONTROL(uid=uid),
                 control.ok and unchanged and st.st_uid == uid,
-                f"control: an unconfined process at the tool's uid {uid} opens the reader's "
-                f"input case.json for writing (owner {st.st_uid}), and the file is left "
-                "unchanged",
-                detail=f"the open {control.observed}, unchanged {unchanged}, owner {st.st_uid}",
+                detail=f"{host}: the open {control.observed}, unchanged {unchanged}, owner "
+                f"{st.st_uid}",
             )
             refusals = self.layer.refusals
             refused = refused_outcome.result()
             self.checks.require(
+                c.INPUT_WRITE(reason=refusals.input_write_reason, errno=refusals.input_write),
                 refused.refused_with(refusals.input_write),
-                f"the reader cannot open it for writing at {inside}: "
-                f"{refusals.input_write_reason}: {refusals.input_write}",
-                detail=f"observed {refused.observed}",
+                detail=f"{inside}: observed {refused.observed}",
             )
 
         # Neither open writes a byte: the control's succeeds, the reader's is refused.
@@ -139,38 +144,44 @@ class CommonChecks:
         uid without the layer, refused with the layer's exact errno to the reader and, for the
         AWS credential (the Pod Identity token in the cluster), to every role."""
         run, refusals = self.run, self.layer.refusals
-        targets: list[tuple[str, Path, tuple[Role, ...]]] = [
-            (
+        paths = {
+            "writer-private": (
                 "the writer's private file",
                 run.paths.workspace("writer").input / "private.json",
-                ("reader",),
             ),
-            ("the supplier key file", run.supplier.key_file, ("reader",)),
-            (run.aws_credential.description, run.aws_credential.path, ROLES),
+            "supplier-key": ("the supplier key file", run.supplier.key_file),
+            "aws-credential": (run.aws_credential.description, run.aws_credential.path),
+        }
+        targets: list[tuple[str, str, Path, tuple[Role, ...]]] = [
+            (target, *paths[target], roles) for target, roles in c.HIDDEN_TARGETS
         ]
         # Every open (none writes), each control first; then the lines in the same order.
         calls: list[Callable[[], ToolResult]] = []
-        for _, path, roles in targets:
+        for _, _, path, roles in targets:
             calls.append(partial(self.layer.run_unconfined, "open-read", str(path)))
             calls += [partial(self.layer.run_tool, role, "open-read", str(path)) for role in roles]
 
         def judge(outcomes: list[Future[ToolResult]]) -> None:
             each = iter(outcomes)
-            for label, path, roles in targets:
+            for target, label, path, roles in targets:
                 control = next(each).result()
                 self.checks.require(
+                    c.HIDDEN_CONTROL(target=target, uid=run.tool.uid, label=label),
                     control.ok,
-                    f"control: an unconfined process at the tool's uid {run.tool.uid} opens "
-                    f"{label} ({path})",
-                    detail=f"the open {control.observed}",
+                    detail=f"{path}: the open {control.observed}",
                 )
                 for role in roles:
                     refused = next(each).result()
                     self.checks.require(
+                        c.HIDDEN(
+                            target=target,
+                            role=role,
+                            label=label,
+                            reason=refusals.hidden_file_reason,
+                            errno=refusals.hidden_file,
+                        ),
                         refused.refused_with(refusals.hidden_file),
-                        f"the {role} cannot open {label}: {refusals.hidden_file_reason}: "
-                        f"{refusals.hidden_file}",
-                        detail=f"observed {refused.observed}",
+                        detail=f"{path}: observed {refused.observed}",
                     )
 
         return Pending(calls, judge)
@@ -185,12 +196,12 @@ class CommonChecks:
         host = self.run.paths.workspace("writer").output / CHECK_FILE
         back = read_regular(host, MAX_BOUNDARY_FILE_BYTES) if written.ok else b""
         self.checks.require(
+            c.WRITER_WRITES,
             written.ok
             and back == text.encode("utf-8")
             and written.data["sha256"] == hashlib.sha256(back).hexdigest(),
-            f"the writer writes {inside}, and the controller reads the same {len(back)} bytes "
-            + ("back" if inside == str(host) else f"back from {host}"),
-            detail=f"the write {written.observed}, read back {len(back)} bytes",
+            detail=f"the write of {inside} {written.observed}, {len(back)} bytes read back"
+            + ("" if inside == str(host) else f" from {host}"),
         )
 
     # --- every role in its own directories ------------------------------------------------
@@ -214,11 +225,11 @@ class CommonChecks:
         ]
         control = self.layer.run_unconfined("access", *everything).data.get("answers")
         self.checks.require(
+            c.DIRECTORIES_CONTROL(uid=run.tool.uid),
             control == ["ok"] * len(everything),
-            f"control: an unconfined process at the tool's uid {run.tool.uid} reads every "
-            "role's input, opens every role's output files for writing and creates a file in "
-            "every role's output directory",
-            detail=f"answers {control}",
+            detail=f"all {len(everything)} succeed"
+            if control == ["ok"] * len(everything)
+            else f"answers {control}",
         )
         # The control above has created and removed a file in every role's output directory;
         # now the roles, each touching only its own outputs (and failing to create a file
@@ -238,22 +249,24 @@ class CommonChecks:
             )
             theirs_named = " or the ".join(f"{other}'s" for other in others)
             self.checks.require(
+                c.OWN_DIRECTORIES(role=role, names=", ".join(names)),
                 mine == ["ok"] * (len(names) + 1),
-                f"the {role} reads its own input ({own}) and opens each of its output files "
-                f"({', '.join(names)}) for writing",
-                detail=f"answers {mine}",
+                detail=f"{own} and its output files: "
+                + (f"all {len(mine)} succeed" if mine == ["ok"] * len(mine) else f"answers {mine}"),
             )
             self.checks.expect_equal(
+                c.NO_NEW_FILE(
+                    role=role,
+                    reason=refusals.output_create_reason,
+                    errno=refusals.output_create,
+                ),
                 created,
                 refusals.output_create.value,
-                f"the {role} cannot create a file of its own in its output directory: "
-                f"{refusals.output_create_reason}: {refusals.output_create}",
             )
             foreign = len(answers) - len(names) - 2
             self.checks.require(
+                c.OTHER_DIRECTORIES(role=role, others=theirs_named, errno=refusals.hidden_file),
                 theirs == [refusals.hidden_file.value] * foreign,
-                f"the {role} cannot read the {theirs_named} input, nor open their output files: "
-                f"{refusals.hidden_file}",
                 detail=f"answers {theirs}",
             )
 
@@ -286,11 +299,13 @@ class CommonChecks:
 
     # --- the environment ------------------------------------------------------------------
 
-    def no_credential_variables(self, role: str, names: Iterable[str]) -> None:
-        """No variable in the role's environment could hand it an AWS credential or a model key."""
+    def no_credential_variables(self, names: Iterable[str]) -> None:
+        """No variable in the reader's environment could hand it an AWS credential or a model
+        key."""
+        names = list(names)
         present = credential_variables(names)
         self.checks.require(
+            c.NO_CREDENTIAL_VARIABLES,
             not present,
-            f"so the {role} holds no AWS_ variable and none of {', '.join(MODEL_KEY_VARIABLES)}",
-            detail=f"present: {present}",
+            detail=f"present: {present}" if present else f"none among its {len(names)} variables",
         )

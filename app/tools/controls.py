@@ -9,16 +9,25 @@ has to hold with its exact errno, though it then shows less.
 
 from __future__ import annotations
 
+from app.core.catalogue import Check, Claim
 from app.core.checklog import CheckLog
 
 
-def host_control(checks: CheckLog, claim: str, observed: object, expected: object) -> None:
-    """PASS ``claim`` when the host answers as expected; otherwise SKIP it with the answer."""
+def host_control(
+    checks: CheckLog,
+    check: Check | Claim,
+    observed: object,
+    expected: object,
+    *,
+    said: str | None = None,
+) -> None:
+    """PASS ``check`` when the host answers as expected, recording ``said`` (the answer in
+    words; by default its repr); otherwise SKIP it with the answer."""
     if observed == expected:
-        checks.require(True, claim)
+        checks.require(check, True, detail=repr(observed) if said is None else said)
         return
     checks.skip(
-        claim,
+        check,
         f"this host answers {observed!r} to that call itself, not {expected!r}, so the check "
         "after it does not show which part refuses it",
     )

@@ -8,7 +8,11 @@ and hands the run its own checks. The run calls those checks as named steps:
 - ``boundary``: files, processes and network, each refusal beside its control;
 - ``submit_draft``: the writer's draft reaches the supplier the way this layer allows;
 - ``refuses_upstream``: whether this layer's roles make supplier calls, one of which must be
-  shown refused before it reaches the supplier (the correlation check then requires it).
+  shown refused before it reaches the supplier (the correlation check then requires it);
+- ``submission``: the checks ``submit_draft`` makes, which stand in the run's business section.
+
+``process_sections`` and ``boundary_sections`` are the catalogue's sections (app/core/catalogue.py)
+the two steps begin, in order.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
+from app.core.catalogue import Entry, Section
 from app.core.results import Errno, ToolResult
 from app.core.roles import Layer, Role
 from app.core.run import Run
@@ -70,6 +75,9 @@ class LayerChecks(ABC):
     """A layer's own part of the run, called by the orchestrator as named steps."""
 
     refuses_upstream: ClassVar[bool] = False
+    submission: ClassVar[tuple[Entry, ...]]
+    process_sections: ClassVar[tuple[Section, ...]]
+    boundary_sections: ClassVar[tuple[Section, ...]]
 
     @abstractmethod
     def process(self) -> None:

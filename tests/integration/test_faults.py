@@ -41,10 +41,10 @@ pytestmark = pytest.mark.integration
 # Points of a run, each a check line it holds still at (support/paused.py): the services are
 # up and preflight passed; the boundary is being checked with the secret files on disk; the
 # secret files are gone and the model turn comes next; the report is being written.
-SERVICES_UP = r"^PASS bwrap is bubblewrap"
-MID_BOUNDARY = r"^PASS control: an unconfined process at the tool's uid \d+ opens the supplier key"
-SECRETS_GONE = r"^PASS the run's secret files .* are removed"
-REPORTING = r"^PASS the report object round-trips through the store: recommendation\.md$"
+SERVICES_UP = r"^PASS bubblewrap\.bwrap\.version$"
+MID_BOUNDARY = r"^PASS files\.supplier-key\.control$"
+SECRETS_GONE = r"^PASS secrets\.removed$"
+REPORTING = r"^PASS report\.stored\.recommendation$"
 
 
 @pytest.fixture

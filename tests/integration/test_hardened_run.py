@@ -61,7 +61,7 @@ def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(base: Path) 
     assert (
         "PASS the reader runs under exactly one seccomp filter of its own, the baseline this "
         "controller compiled, over the 1 the controller itself runs under (its container's "
-        "profile): Seccomp mode 2, Seccomp_filters 2"
+        "profile) (Seccomp 2, Seccomp_filters 2)"
     ) in lines
     assert (base / "out" / "recommendation.md").is_file()
 
@@ -94,5 +94,5 @@ def test_the_whole_nono_case_runs_under_the_runtime_default_profile(base: Path) 
     assert (
         "PASS it runs under 2 seccomp filters of its own, nono's and the baseline it installed "
         "before reading its arguments, over the 1 the controller itself runs under (its "
-        "container's profile): Seccomp mode 2, Seccomp_filters 3"
+        "container's profile) (Seccomp 2, Seccomp_filters 3)"
     ) in lines

@@ -11,46 +11,39 @@ from app.core.run import Run
 from app.tools.nono import render
 from app.tools.nono.launcher import NonoLayer
 from app.tools.nono.policy import COMMITTED_DIR, Widening
-from tests.support.runs import failing_line
+from tests.support.runs import failing_check
 
 pytestmark = pytest.mark.integration
 
 
 def widened(widening: Widening, committed_dir: Path, work_base: Path) -> str:
+    """The id of the check a run under the widened profiles fails."""
+
     def make_layer(run: Run) -> NonoLayer:
         return NonoLayer(run, widening, committed_dir=committed_dir)
 
-    return failing_line(Layer.NONO, make_layer, work_base)
+    return failing_check(Layer.NONO, make_layer, work_base).id
 
 
 @pytest.mark.parametrize(
-    ("widening", "claim"),
+    ("widening", "check"),
     [
-        (Widening(reader_reads_key_file=True), "FAIL the reader cannot open the supplier key file"),
-        (
-            Widening(evaluator_network=True),
-            "FAIL the offline evaluator cannot create an Internet socket",
-        ),
-        (
-            Widening(writer_purchase_orders=True),
-            "FAIL writer: POST /purchase-orders through its proxy returns 403",
-        ),
-        (
-            Widening(inherit_environment=True),
-            "FAIL the reader's environment is exactly what its profile keeps",
-        ),
+        (Widening(reader_reads_key_file=True), "files.supplier-key.reader"),
+        (Widening(evaluator_network=True), "nono.network.socket.evaluator"),
+        (Widening(writer_purchase_orders=True), "nono.proxy.writer.purchase-order"),
+        (Widening(inherit_environment=True), "nono.reader.environment"),
     ],
 )
 def test_a_widened_and_recommitted_profile_fails_its_boundary_check(
-    widening: Widening, claim: str, tmp_path: Path, work_base: Path
+    widening: Widening, check: str, tmp_path: Path, work_base: Path
 ) -> None:
     # The widening is rendered into the "committed" profiles too, as if it had been reviewed
     # and merged: only the boundary check itself can catch it.
     committed = tmp_path / "policies"
     render.write(committed, widening)
-    assert widened(widening, committed, work_base).startswith(claim)
+    assert widened(widening, committed, work_base) == check
 
 
 def test_a_widened_profile_that_was_not_committed_fails_the_profile_check(work_base: Path) -> None:
-    line = widened(Widening(reader_reads_key_file=True), COMMITTED_DIR, work_base)
-    assert line.startswith("FAIL the committed nono profiles")
+    failed = widened(Widening(reader_reads_key_file=True), COMMITTED_DIR, work_base)
+    assert failed == "nono.profiles.committed"

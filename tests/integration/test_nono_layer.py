@@ -23,6 +23,7 @@ from app.controller.environment import read_supplier_key
 from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.supplier_client import SupplierClient
 from app.core.calls import CallLog
+from app.core.catalogue import Section
 from app.core.endpoints import HostPort
 from app.core.ids import OTHER_CASE_ID
 from app.core.repo import CASES_DIR, SAMPLE_CASE
@@ -178,6 +179,7 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     suite = layer.checks()
     suite.process()
     suite.boundary()
+    run.checks.begin(Section("business", *suite.submission))
     draft = layer.role_path("writer", "out", "draft.txt")
     layer.run_tool("writer", "write-file", draft, "Draft recommendation: award to northstar.\n")
     suite.submit_draft(Path(draft))

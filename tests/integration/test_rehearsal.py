@@ -53,9 +53,11 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "PASS the evaluator cannot open the Pod Identity token file: no Landlock rule of its "
         "profile grants it: EACCES",
         "PASS the supplier key Secret's file /opt/supplier-key/api-key has the mode the manifest "
-        "gives it, 0440, owned root:1000",
+        "gives it, 0440, owned by root and a group of the controller's (the pod's fsGroup), so "
+        "no other user can read it (-r--r----- (0440) owned 0:1000",
         "PASS the controller reaches the supplier API by its Service's cluster DNS name "
-        "supplier-api.procurement-analyst-dev.svc.cluster.local (10.96.0.10:8443)",
+        "supplier-api.procurement-analyst-dev.svc.cluster.local over TLS verified against the "
+        "run's CA, whose certificate carries that name (10.96.0.10:8443,",
         "has no route to the supplier's 10.96.0.10:8443, which the controller reaches: ENETUNREACH",
         # Each container's seccomp profile, as containerd chooses it, and what the controller saw.
         "seccomp of spec.template.spec.containers[0]: none: a privileged container gets no "
@@ -69,7 +71,7 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "holds from its container's profile (RuntimeDefault)",
         "PASS it runs under 2 seccomp filters of its own, nono's and the baseline it installed "
         "before reading its arguments, over the 1 the controller itself runs under (its "
-        "container's profile): Seccomp mode 2, Seccomp_filters 3",
+        "container's profile) (Seccomp 2, Seccomp_filters 3)",
     ):
         assert claim in out, claim
     assert out.count("ANALYST_COMPLETE=") == 2
@@ -93,11 +95,11 @@ def test_the_hardened_container_shape_passes_under_its_localhost_profile() -> No
         "procurement-analyst-dev-bwrap",
         "not simulated: spec.template.spec.hostUsers=False: no user namespace for the pod",
         "PASS the controller runs as uid 1000, gid 1000 and holds no capability it could use "
-        "(CapEff 0000000000000000, CapPrm 0000000000000000); its other readings: CapBnd "
-        "0000000000000000, NoNewPrivs 1, Seccomp 2",
+        "(CapInh 0000000000000000, CapPrm 0000000000000000, CapEff 0000000000000000, CapBnd "
+        "0000000000000000, CapAmb 0000000000000000; its other readings: NoNewPrivs 1, Seccomp 2)",
         "PASS the reader runs under exactly one seccomp filter of its own, the baseline this "
         "controller compiled, over the 1 the controller itself runs under (its container's "
-        "profile): Seccomp mode 2, Seccomp_filters 2",
+        "profile) (Seccomp 2, Seccomp_filters 2)",
         "PASS rehearsal: the bubblewrap Job's pod analyst-bubblewrap-",
         "PASS rehearsal: the Job's 2 filter counts each count in the 1 filter the controller "
         "holds from its container's profile (Localhost)",

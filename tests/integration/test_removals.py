@@ -22,7 +22,7 @@ from app.tools.bubblewrap.policy import BubblewrapPolicy
 from app.tools.nono import accounting as nono_accounting
 from app.tools.nono import render
 from app.tools.nono.launcher import NonoLayer
-from tests.support.elements import Shared, failing_line, shared_services
+from tests.support.elements import Shared, failing_check, shared_services
 
 pytestmark = pytest.mark.integration
 
@@ -59,8 +59,8 @@ def test_leaving_a_bwrap_element_out_fails_its_check(
     def make_layer(run: Run) -> BubblewrapLayer:
         return BubblewrapLayer(run, policy=policy)
 
-    line = failing_line(shared, Layer.BUBBLEWRAP, make_layer)
-    assert line.startswith(f"FAIL {BWRAP_WATCHED[(role, element)].check}"), line
+    failed = failing_check(shared, Layer.BUBBLEWRAP, make_layer)
+    assert failed.id == BWRAP_WATCHED[(role, element)].check, failed
 
 
 @pytest.mark.parametrize(
@@ -78,5 +78,5 @@ def test_leaving_a_nono_profile_element_out_fails_its_check(
     def make_layer(run: Run) -> NonoLayer:
         return NonoLayer(run, committed_dir=committed, omit=omit)
 
-    line = failing_line(shared, Layer.NONO, make_layer)
-    assert line.startswith(f"FAIL {NONO_WATCHED[(role, element)].check}"), line
+    failed = failing_check(shared, Layer.NONO, make_layer)
+    assert failed.id == NONO_WATCHED[(role, element)].check, failed

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
 
+from app.controller.catalogue import run_sections
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.supplier_client import SupplierClient
@@ -18,11 +21,22 @@ from app.core.case import CaseError
 from app.core.checklog import CheckFailed
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
+from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.execution import TOOL_STARTS
+from app.tools.nono.checks import NonoChecks
 
 pytestmark = pytest.mark.integration
 
 KEYS = [f"proposals/rfp-001/{sid}.json" for sid in ("northstar", "harbor", "cedar")]
+
+
+def _has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as probe:
+            probe.bind(("::1", 0))
+    except OSError:
+        return False
+    return True
 
 
 def _run(layer: Layer, case: Path, base: Path) -> tuple[str, RunOutcome]:
@@ -51,6 +65,24 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
     assert outcome.checks_passed == len(passed) + 1
     assert outcome.checks_passed == len([line for line in lines if line.startswith("PASS ")])
     assert {c["outcome"] for c in checks} == {"PASS", "SKIP"}
+    # Every check in the order the catalogue plans this kind of run (the last is not in it).
+    layer_checks = BubblewrapChecks if layer is Layer.BUBBLEWRAP else NonoChecks
+    facts = {
+        "root": os.geteuid() == 0,
+        "suppliers": [
+            entry["id"]
+            for entry in json.loads((SAMPLE_CASE / "case.json").read_text())["suppliers"]
+        ],
+        "loopback": True,
+        "ipv6": _has_ipv6_loopback(),
+        "refuses_upstream": layer_checks.refuses_upstream,
+    }
+    planned = [
+        made
+        for section in run_sections(layer_checks, in_cluster=False)
+        for made in section.planned(facts)
+    ]
+    assert [c["id"] for c in checks] == planned[:-1]
     report = (out / "recommendation.md").read_text()
     assert "**Recommended supplier:** Northstar Office Systems (`northstar`)" in report
     for key in KEYS:
@@ -175,7 +207,8 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
     assert fails == [
         "FAIL the model's own choice, harbor, matches the verified comparison "
-        "(GateRejected: the answer recommends 'harbor', but the comparison's winner is 'northstar')"
+        "(GateRejected: the answer recommends 'harbor', but the comparison's winner is "
+        "'northstar') [model.choice]"
     ]
     assert not (work_base / "out").exists()
 

@@ -5,7 +5,7 @@ serves every removal of a test module. Each removal still gets everything a run 
 own: a fresh run tree with the case staged, a fresh layer (and under nono fresh proxies), a
 fresh check log. It runs the steps where a layer's checks can fail (process and boundary;
 under nono also the writer's draft submission, the one allowed POST), through the real
-checks, and returns the one FAIL line they printed.
+checks, and returns the record of the one check that failed.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import pytest
 from app.controller.phases.identity import StoredCase, identity_and_storage
 from app.controller.phases.staging import stage_inputs
 from app.controller.run import RunOptions, plan_run, prepared_run
-from app.core.checklog import CheckFailed, CheckLog
+from app.core.catalogue import Section
+from app.core.checklog import CheckFailed, CheckLog, CheckRecord
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run import Run
@@ -78,20 +79,21 @@ def check_lines(stream: io.StringIO) -> list[str]:
     return [line for line in stream.getvalue().splitlines() if line[:5] in ("PASS ", "FAIL ")]
 
 
-def failing_line(
+def failing_check(
     shared: Shared, layer: Layer, make_layer: Callable[[Run], ConfinementLayer]
-) -> str:
-    """Runs the layer's steps under ``make_layer``'s policy; returns its one FAIL line, and
-    checks that it is the last line printed."""
+) -> CheckRecord:
+    """Runs the layer's steps under ``make_layer``'s policy; returns the record of its one
+    failed check, and checks that its FAIL line is the last line printed."""
     with fresh_run(shared, layer) as (run, stream):
         built = make_layer(run)
         try:
             built.preflight()
             steps = built.checks()
-            with pytest.raises(CheckFailed):
+            with pytest.raises(CheckFailed) as failed:
                 steps.process()
                 steps.boundary()
                 if layer is Layer.NONO:
+                    run.checks.begin(Section("business", *steps.submission))
                     draft = built.role_path("writer", "out", "draft.txt")
                     built.run_tool("writer", "write-file", draft, DRAFT)
                     steps.submit_draft(Path(draft))
@@ -102,4 +104,5 @@ def failing_line(
     fails = [line for line in lines if line.startswith("FAIL ")]
     assert len(fails) == 1, fails
     assert fails[0] == lines[-1], "checks went on after a FAIL"
-    return fails[0]
+    assert fails[0].endswith(f"[{failed.value.check_id}]"), "the FAIL line names its check"
+    return failed.value.record

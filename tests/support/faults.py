@@ -119,8 +119,8 @@ def start_controller(
     entry_env: Mapping[str, str] | None = None,
 ) -> Controller:
     """Starts one run whose output goes to files under ``base``; ``command`` wraps it (for a
-    private mount namespace, say). With ``pause_at`` (patterns for check lines) the run holds
-    still right after printing each, in turn, until ``resume`` (see paused.py). With
+    private mount namespace, say). With ``pause_at`` (patterns for checks, "PASS <check id>") the
+    run holds still right after printing each, in turn, until ``resume`` (see paused.py). With
     ``entry_module`` (a module of tests/, such as support.hostile) that module is the entry
     point instead of the controller's own, given ``entry_env`` besides the environment."""
     work = work or base / "work"

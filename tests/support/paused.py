@@ -1,10 +1,11 @@
 """The controller's own entry point, held still right after chosen check lines, so that a fault
 test can look at the run or hurt it at exactly those points instead of racing it there.
 
-Test-only. ``ANALYST_TEST_PAUSE_AT`` holds patterns, one per line, for the lines to hold at, in
-order. After the n-th such line the controller prints ``test-pause: <the line>`` and waits (its
-signal handlers stay live) until the file ``<ANALYST_TEST_RESUME_FILE>.<n>`` exists. Nothing of
-the controller is changed but the one method that prints a check line, which is wrapped.
+Test-only. ``ANALYST_TEST_PAUSE_AT`` holds patterns, one per line, for the checks to hold at, in
+order, each matched against ``<outcome> <check id>`` ("PASS files.supplier-key.control"). After
+the n-th such check the controller prints ``test-pause: <its line>`` and waits (its signal
+handlers stay live) until the file ``<ANALYST_TEST_RESUME_FILE>.<n>`` exists. Nothing of the
+controller is changed but the one method that prints a check line, which is wrapped.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from app.core.checklog import CheckLog, CheckRecord
+from app.core.catalogue import Claim
+from app.core.checklog import CheckLog, CheckRecord, Outcome
 
 PAUSES = [re.compile(p) for p in os.environ["ANALYST_TEST_PAUSE_AT"].splitlines()]
 RESUME = os.environ["ANALYST_TEST_RESUME_FILE"]
@@ -24,16 +26,17 @@ _real_emit = CheckLog._emit
 _held: list[str] = []
 
 
-def _emit(self: CheckLog, record: CheckRecord) -> None:
-    _real_emit(self, record)
+def _emit(self: CheckLog, claim: Claim, outcome: Outcome, detail: str) -> CheckRecord:
+    record = _real_emit(self, claim, outcome, detail)
+    if len(_held) == len(PAUSES) or not PAUSES[len(_held)].search(f"{outcome} {record.id}"):
+        return record
     line = f"{record.outcome} {record.claim}"
-    if len(_held) == len(PAUSES) or not PAUSES[len(_held)].search(line):
-        return
     _held.append(line)
     print(f"test-pause: {line}", file=self.stream, flush=True)
     resume = Path(f"{RESUME}.{len(_held)}")
     while not resume.exists():
         time.sleep(0.01)
+    return record
 
 
 CheckLog._emit = _emit  # type: ignore[method-assign]

@@ -15,7 +15,7 @@ from app.controller.run import RunOptions, run_case
 from app.controller.shipped_layers import LayerFactory
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
-from app.core.checklog import CheckFailed, CheckLog
+from app.core.checklog import CheckFailed, CheckLog, CheckRecord
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
@@ -111,11 +111,12 @@ def captured() -> Iterator[io.StringIO]:
         print(stream.getvalue())
 
 
-def failing_line(layer: Layer, factory: LayerFactory, work_base: Path) -> str:
-    """Runs the sample case under ``factory``'s layer; returns its one FAIL line, and checks
-    that the FAIL is the last check line and that no report was left behind."""
+def failing_check(layer: Layer, factory: LayerFactory, work_base: Path) -> CheckRecord:
+    """Runs the sample case under ``factory``'s layer; returns the record of its one failed
+    check, and checks that its FAIL line is the last check line, that it names the check's id,
+    and that no report was left behind."""
     out = work_base / "out"
-    with captured() as stream, pytest.raises(CheckFailed):
+    with captured() as stream, pytest.raises(CheckFailed) as failed:
         run_case(
             RunOptions(layer=layer, case_dir=SAMPLE_CASE, out_dir=out, work_base=work_base / "w"),
             make_layer=factory,
@@ -127,5 +128,6 @@ def failing_line(layer: Layer, factory: LayerFactory, work_base: Path) -> str:
     fails = [line for line in lines if line.startswith("FAIL ")]
     assert len(fails) == 1, fails
     assert fails[0] == lines[-1], "checks went on after a FAIL"
+    assert fails[0].endswith(f"[{failed.value.check_id}]"), "the FAIL line names its check"
     assert not out.exists(), "a failed run left a report behind"
-    return fails[0]
+    return failed.value.record

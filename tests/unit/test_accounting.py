@@ -48,7 +48,7 @@ def test_every_bwrap_element_of_each_role_is_accounted_for(role: Role) -> None:
         proof = bwrap_accounting.proof_for(role, key)
         if isinstance(proof, Watched) and role != "reader":
             # The reader's checks watch its elements one by one; the others', as a whole.
-            assert proof.check.startswith((f"the {role} ", "no role can ")), proof
+            assert proof.check.startswith((f"bubblewrap.{role}.", "attacks.")), proof
 
 
 def test_the_bwrap_accounting_names_no_element_that_is_not_there() -> None:

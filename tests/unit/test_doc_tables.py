@@ -1,5 +1,6 @@
 """The table of attacks and the list of redundant elements in docs/proofs.md are the code's:
-each row is rendered from the data the run checks against."""
+each row is rendered from the data the run checks against, an attack's row keyed by the id of
+the check that makes it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from app.tools.accounting import Redundant
 from app.tools.attacks import ATTACKS, CONTROL_ANSWERS, describe
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap.attack_answers import ANSWERS as BWRAP
+from app.tools.catalogue import ATTACK
 from app.tools.nono import accounting as nono_accounting
 from app.tools.nono.attack_answers import ANSWERS as NONO
 
@@ -20,7 +22,8 @@ def attack_rows() -> list[str]:
         for probe in attack.probes:
             control = CONTROL_ANSWERS[probe]
             rows.append(
-                f"| {attack.key} | `{probe}` | {'succeeds' if control == 'ok' else control} | "
+                f"| `{ATTACK.id_for(attack=attack.key)}` | `{probe}` | "
+                f"{'succeeds' if control == 'ok' else control} | "
                 f"{describe(BWRAP.errnos[probe])} | {describe(NONO.errnos[probe])} |"
             )
     return rows

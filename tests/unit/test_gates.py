@@ -7,9 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from app.controller import catalogue as c
 from app.controller.comparison import Comparison, SupplierVerdict
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
 from app.controller.phases.model import _gate_controls, absent_id
+from app.core.catalogue import Section, each
 from app.core.checklog import CheckLog
 from app.core.ids import is_valid_id, other_case_id
 
@@ -80,8 +82,11 @@ def test_the_choice_control_holds_when_the_only_supplier_is_called_not_a_supplie
     )
     stream = io.StringIO()
     run = SimpleNamespace(checks=CheckLog(stream=stream))
+    # The last checks of the model section: the gates' controls.
+    run.checks.begin(Section("model", each("control", c.GATE_CONTROLS, c.GATE_CONTROL)))
     _gate_controls(run, only, answer, ["proposals/rfp-x/not-a-supplier.json"])  # type: ignore[arg-type]
-    lines = stream.getvalue().splitlines()
+    header, *lines = stream.getvalue().splitlines()
+    assert header == "== model (3 checks)"
     assert len(lines) == 3 and all(line.startswith("PASS control: ") for line in lines)
     assert "an id that is no supplier of the case, not-a-supplier-2" in lines[0]
 

@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from app.core.catalogue import Section
 from app.core.checklog import CheckFailed
 from app.core.pins import BUBBLEWRAP, bubblewrap_build_args
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from app.core.run import Run
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.preflight import BwrapReadings
 from app.tools.bubblewrap.provenance import check_provenance
 from tests.support.runs import bare_run, bare_tree
@@ -50,13 +52,17 @@ def _record_as_the_image_writes_it(path: Path, args: dict[str, str]) -> None:
 
 @pytest.fixture
 def run(work_base: Path) -> Run:
-    return bare_run(bare_tree(work_base), Layer.BUBBLEWRAP, stream=io.StringIO())
+    made = bare_run(bare_tree(work_base), Layer.BUBBLEWRAP, stream=io.StringIO())
+    # The first two checks of the layer section, the ones check_provenance makes.
+    made.checks.begin(Section("layer", c.PINNED_VERSION, c.BUILD_RECORD))
+    return made
 
 
 def _lines(run: Run) -> list[str]:
     stream = run.checks.stream
     assert isinstance(stream, io.StringIO)
-    return stream.getvalue().splitlines()
+    # The check lines, without the section's header.
+    return [line for line in stream.getvalue().splitlines() if not line.startswith("== ")]
 
 
 def test_locally_without_a_record_both_lines_skip_with_what_was_found(
@@ -99,7 +105,7 @@ def test_in_the_cluster_another_version_fails_naming_both(run: Run, tmp_path: Pa
         check_provenance(cluster, _readings("bubblewrap 0.11.0"), record_path=tmp_path / "x")
     assert _lines(run)[-1] == (
         "FAIL bwrap reports the pinned version: bubblewrap 0.13.1 (/usr/local/bin/bwrap reports "
-        "'bubblewrap 0.11.0', the pin is 'bubblewrap 0.13.1')"
+        "'bubblewrap 0.11.0', the pin is 'bubblewrap 0.13.1') [bubblewrap.bwrap.pinned-version]"
     )
 
 
@@ -110,9 +116,10 @@ def test_the_images_own_record_of_the_pin_passes(run: Run, tmp_path: Path) -> No
         replace(run, in_cluster=True), _readings(BUBBLEWRAP.reported_version), record_path=record
     )
     assert _lines(run) == [
-        "PASS bwrap reports the pinned version: bubblewrap 0.13.1",
+        "PASS bwrap reports the pinned version: bubblewrap 0.13.1 (/usr/local/bin/bwrap reports "
+        "'bubblewrap 0.13.1', the pin is 'bubblewrap 0.13.1')",
         f"PASS the image records the pinned source bwrap was built from: v0.13.1, commit "
-        f"{BUBBLEWRAP.commit}",
+        f"{BUBBLEWRAP.commit} ({record}: v0.13.1, {BUBBLEWRAP.commit})",
     ]
 
 

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from app.controller import catalogue
 from app.controller.environment import ClusterMode
 from app.core import cluster_env
+from app.core.catalogue import Section
 from app.core.checklog import CheckLog
 from app.core.cluster_settings import SettingUnusable
 from tests.support.cluster_settings import cluster_environment
@@ -31,9 +33,10 @@ def test_the_switch_selects_the_offline_model_and_says_so(tmp_path: Path) -> Non
     assert "the offline model" in model.description and cluster_env.REHEARSAL in model.description
     # Bedrock's own check stays a SKIP with the rehearsal's reason: never a PASS.
     log = CheckLog(stream=io.StringIO())
-    log.skip("Bedrock returned a real turn with nonzero token usage", model.no_bedrock_reason)
+    log.begin(Section("model", catalogue.BEDROCK_USAGE))
+    log.skip(catalogue.BEDROCK_USAGE, model.no_bedrock_reason)
     assert log.passed == 0 and log.skipped == 1
-    assert "a rehearsal (ANALYST_REHEARSAL) uses the offline model" in log.records[0].claim
+    assert "a rehearsal (ANALYST_REHEARSAL) uses the offline model" in log.records[0].detail
 
 
 @pytest.mark.parametrize("value", ["0", "true", "yes", ""])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.controller import catalogue as c
 from app.controller.comparison import Comparison, compare
 from app.controller.phases.identity import StoredCase
 from app.core.case_files import MAX_DOCUMENT_BYTES
@@ -19,7 +20,7 @@ def business(
     availability: dict[str, bool],
 ) -> Comparison:
     checks = run.checks
-    checks.begin("business")
+    checks.begin(c.business(layer_checks.submission))
     # The controller's own comparison first: with no eligible supplier the run stops here,
     # before anything is drafted.
     mine = compare(run.case, stored.proposals, availability)
@@ -31,14 +32,16 @@ def business(
     )
     theirs = outcome.data["comparison"]
     checks.require(
+        c.EVALUATOR_WINNER(winner=mine.winner, eligibility=_eligibility_phrase(mine)),
         theirs["winner"] == mine.winner,
-        f"the evaluator's offline comparison names {theirs['winner']}, {_eligibility_phrase(mine)}",
         detail=f"evaluator chose {theirs['winner']!r}",
     )
     checks.require(
+        c.COMPARISONS_AGREE,
         theirs == mine.facts_json(),
-        "the controller's own comparison agrees with the evaluator's, supplier by supplier",
-        detail=f"controller {mine.facts_json()}, evaluator {theirs}",
+        detail=f"controller {mine.facts_json()}, evaluator {theirs}"
+        if theirs != mine.facts_json()
+        else f"the same verdict on each of the {len(mine.verdicts)} suppliers",
     )
     writer = run.paths.workspace("writer")
     staged = writer.input / "comparison.json"
@@ -52,10 +55,12 @@ def business(
     # The writer owns its output directory: what it left there is read as a regular file of
     # bounded size, never through a link it planted.
     saved = read_regular(writer.output / "comparison.json", MAX_DOCUMENT_BYTES)
+    same = saved == staged.read_bytes()
     checks.require(
-        saved == staged.read_bytes(),
-        "the writer saves the comparison in its own output directory",
-        detail="writer/out/comparison.json differs from what was staged",
+        c.WRITER_SAVES,
+        same,
+        detail=f"writer/out/comparison.json, {len(saved)} bytes"
+        + ("" if same else ", differs from what was staged"),
     )
     layer_checks.submit_draft(writer.output / "draft.txt")
     return mine

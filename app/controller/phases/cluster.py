@@ -10,6 +10,7 @@ import stat
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+from app.controller import catalogue as c
 from app.core import cluster_env
 from app.core.run import Run
 
@@ -21,7 +22,7 @@ HOSTNAME_MISMATCH: Final = 62
 
 
 def cluster_mounts_and_names(run: Run) -> None:
-    run.checks.begin("cluster")
+    run.checks.begin(c.CLUSTER)
     _secret_file_mode(run)
     _service_name_over_tls(run)
 
@@ -34,10 +35,8 @@ def _secret_file_mode(run: Run) -> None:
     groups = {os.getegid(), *os.getgroups()}
     expected = cluster_env.SECRET_FILE_MODE
     run.checks.require(
+        c.SECRET_FILE_MODE(path=path, mode=f"{expected:04o}"),
         mode == expected and st.st_uid == 0 and st.st_gid != 0 and st.st_gid in groups,
-        f"the supplier key Secret's file {path} has the mode the manifest gives it, "
-        f"{expected:04o}, owned root:{st.st_gid}: the controller reads it through its group "
-        f"{st.st_gid} (the pod's fsGroup), and no other user can",
         detail=f"{stat.filemode(st.st_mode)} ({mode:04o}) owned {st.st_uid}:{st.st_gid}, the "
         f"controller's groups {sorted(groups)}",
     )
@@ -68,11 +67,11 @@ def _service_name_over_tls(run: Run) -> None:
     except (OSError, ssl.SSLError) as error:
         names, problem = [], f"{type(error).__name__}: {error}"
     run.checks.require(
+        c.SERVICE_NAME(host=host),
         not problem and host.endswith(".svc.cluster.local") and host in names,
-        f"the controller reaches the supplier API by its Service's cluster DNS name {host} "
-        f"({supplier.address}:{supplier.port}) over TLS verified against {supplier.ca_file}, "
-        "whose certificate carries that name",
-        detail=problem or f"certificate names {names}",
+        detail=problem
+        or f"{supplier.address}:{supplier.port}, verified against {supplier.ca_file}; the "
+        f"certificate names {names}",
     )
     code, refusal = 0, "the handshake verified"
     try:
@@ -82,8 +81,5 @@ def _service_name_over_tls(run: Run) -> None:
     except (OSError, ssl.SSLError) as error:
         refusal = f"not a verification failure: {type(error).__name__}: {error}"
     run.checks.require(
-        code == HOSTNAME_MISMATCH,
-        f"control: the same server fails verification under a name its certificate does not "
-        f"carry ({UNNAMED_HOST}): {refusal}",
-        detail=refusal,
+        c.SERVICE_NAME_CONTROL(name=UNNAMED_HOST), code == HOSTNAME_MISMATCH, detail=refusal
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from app.controller import catalogue as c
 from app.controller.call_correlation import CorrelationResult, correlate
 from app.controller.supplier_client import SupplierClient
 from app.core.run import Run
@@ -9,24 +10,26 @@ from app.core.run import Run
 
 def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> CorrelationResult:
     checks = run.checks
-    checks.begin("correlation")
+    checks.begin(c.CORRELATION, refuses_upstream=refuses_upstream)
     result = correlate(client.calls.as_json(), client.read_log(), run.run_id)
     checks.require(
+        c.SUPPLIER_LOG,
         not result.problems,
-        f"the supplier API's own log holds every request of this run that reached it exactly "
-        f"once ({result.matched} requests) and none that was refused "
-        f"({result.refused_calls} refused requests never arrived)",
-        detail="; ".join(result.problems),
+        detail="; ".join(result.problems)
+        or f"{result.matched} requests arrived once; {result.refused_calls} refused requests "
+        "never arrived",
     )
     checks.require(
+        c.READ_AND_DRAFT,
         result.had_successful_read and result.had_accepted_draft,
-        "the run's record includes a successful availability read and an accepted draft",
         detail=f"read {result.had_successful_read}, draft {result.had_accepted_draft}",
     )
     if refuses_upstream:
         checks.require(
+            c.REFUSED_OPERATION,
             result.had_refused_operation,
-            "and at least one refused operation, so an empty upstream log could not pass this",
-            detail="no call of this run was refused before the supplier",
+            detail="some call of this run was refused before the supplier"
+            if result.had_refused_operation
+            else "no call of this run was refused before the supplier",
         )
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.controller import catalogue as c
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
 from app.controller.report_page import ReportInputs, render_report
@@ -24,7 +25,7 @@ def finish(
     secrets: Mapping[str, bytes],
 ) -> list[str]:
     checks = run.checks
-    checks.begin("evidence")
+    checks.begin(c.EVIDENCE)
     evidence = evidence_document(parts)
     calls = run.supplier_client.calls.as_json()
     documents = {
@@ -32,10 +33,10 @@ def finish(
         "calls.json": json_bytes(calls),
     }
     checks.holds(
-        "the report, the comparison, the evidence and the call record were scanned before "
-        f"being written for {', '.join(secrets)}; the run stops if one appears",
+        c.SCANNED_BEFORE,
         lambda: write_scanned(run.paths.run, documents, secrets),
         refusals=(KeyLeak,),
+        detail=lambda _: f"for {', '.join(secrets)}",
     )
     listed = checks_document(parts.facts, checks.as_json())
     page = render_report(ReportInputs(evidence, listed, comparison))
@@ -46,11 +47,8 @@ def finish(
     try:
         scanned = scan_directory(run.paths.run, secrets)
     except KeyLeak as leak:
-        checks.require(False, "no file left in the run directory holds a secret", detail=str(leak))
+        checks.fail(c.SCANNED_AFTER, str(leak))
         raise
-    checks.require(
-        True,
-        f"and so was every one of the {len(scanned)} files left in the run directory, read "
-        f"back after the last write: {', '.join(scanned)}",
-    )
+    checks.require(c.SCANNED_AFTER, True, detail=f"{len(scanned)} files: {', '.join(scanned)}")
+    checks.close()
     return scanned

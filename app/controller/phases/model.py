@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.controller import catalogue as c
 from app.controller.comparison import Comparison
 from app.controller.environment import ModelChoice
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
@@ -51,36 +52,37 @@ def model_turn(
     run: Run, model: ModelChoice, stored: StoredCase, comparison: Comparison
 ) -> CheckedAnswer:
     checks, case = run.checks, run.case
-    checks.begin("model")
+    checks.begin(c.MODEL)
     # Imported here, not with this module: see environment.MODEL_MODULE.
     from app.controller.agent_turn import run_model_turn
 
     answer, record = run_model_turn(model.make(), evidence_for_model(run, stored, comparison))
     checks.require(
+        c.EVIDENCE_TOOL(model=model.description),
         record.tool_calls == ["get_case_evidence"],
-        f"the model called the evidence tool once ({model.description})",
         detail=f"tool calls {record.tool_calls}",
     )
     if model.bedrock:
         checks.require(
+            c.BEDROCK_USAGE,
             record.input_tokens > 0 and record.output_tokens > 0,
-            f"Bedrock returned a real turn with nonzero token usage on {record.model_name}",
-            detail=f"{record.input_tokens} input, {record.output_tokens} output tokens",
+            detail=f"{record.model_name}: {record.input_tokens} input, "
+            f"{record.output_tokens} output tokens",
         )
     else:
-        checks.skip(
-            "Bedrock returned a real turn with nonzero token usage", model.no_bedrock_reason
-        )
+        checks.skip(c.BEDROCK_USAGE, model.no_bedrock_reason)
     keys = [case.proposal_key(s.id) for s in case.suppliers]
     chosen = checks.holds(
-        f"the model's own choice, {answer.recommended_supplier}, matches the verified comparison",
+        c.CHOICE(supplier=answer.recommended_supplier),
         lambda: choice_gate(answer, comparison),
         refusals=(GateRejected,),
+        detail=lambda winner: f"the comparison's winner is {winner!r}",
     )
     checks.holds(
-        f"the model's analysis cites all {len(keys)} proposals by store key",
+        c.CITATIONS(count=len(keys)),
         lambda: citation_gate(answer, keys),
         refusals=(GateRejected,),
+        detail=lambda _: ", ".join(keys),
     )
     _gate_controls(run, comparison, answer, keys)
     usage = {
@@ -115,35 +117,40 @@ def _gate_controls(
         citation_gate(candidate, keys)
         return None
 
-    controls: tuple[tuple[str, str, Recommendation, Callable[[Recommendation], object]], ...] = (
+    wrong_supplier, prose_only, missing_key = c.GATE_CONTROLS
+    controls: tuple[
+        tuple[str, str, str, Recommendation, Callable[[Recommendation], object]], ...
+    ] = (
         (
+            wrong_supplier,
             "choice",
             f"an answer naming {wrong_label}, {wrong}",
             answer.model_copy(update={"recommended_supplier": wrong}),
             choose,
         ),
         (
+            prose_only,
             "choice",
             "an answer that names the supplier only in its prose",
             answer.model_copy(update={"recommended_supplier": None}),
             choose,
         ),
         (
+            missing_key,
             "citation",
             f"an answer missing the source key {keys[-1]}",
             answer.model_copy(update={"analysis": answer.analysis.replace(keys[-1], "")}),
             cite,
         ),
     )
-    for gate, label, bad, check in controls:
+    for control, gate, label, bad, check in controls:
+        claim = c.GATE_CONTROL(control=control, gate=gate, label=label)
         try:
             check(bad)
         except GateRejected as rejected:
-            run.checks.require(True, f"control: the {gate} gate rejects {label} ({rejected})")
+            run.checks.require(claim, True, detail=str(rejected))
         else:
-            run.checks.require(
-                False, f"control: the {gate} gate rejects {label}", detail="it was accepted"
-            )
+            run.checks.fail(claim, "it was accepted")
 
 
 def absent_id(ids: set[str]) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from app.controller import catalogue as c
 from app.controller.comparison import Comparison
 from app.controller.environment import Services
 from app.controller.phases.model import CheckedAnswer
@@ -21,7 +22,7 @@ def report(
     secrets: Mapping[str, bytes],
 ) -> None:
     checks = run.checks
-    checks.begin("report")
+    checks.begin(c.REPORT)
     documents = {
         "recommendation.md": render_recommendation(run.case, checked.supplier_id, checked.answer),
         "comparison.json": json_bytes(comparison.as_json()),
@@ -29,13 +30,15 @@ def report(
     try:
         write_scanned(run.paths.run, documents, secrets)
     except KeyLeak as leak:
-        checks.require(False, "the report and the comparison hold no secret", detail=str(leak))
+        checks.fail(c.REPORT_CLEAN, str(leak))
         raise
-    for name, data in documents.items():
+    for document, (name, data) in zip(c.REPORT_DOCUMENTS, documents.items(), strict=True):
         key = f"{run.report_prefix}{name}"
         services.store.put(key, data)
+        same = services.store.get(key) == data
         checks.require(
-            services.store.get(key) == data,
-            f"the report object round-trips through the store: {name}",
-            detail=f"s3://{services.bucket}/{key} differs from what was written",
+            c.ROUND_TRIP(document=document, name=name),
+            same,
+            detail=f"s3://{services.bucket}/{key}, {len(data)} bytes"
+            + ("" if same else ", differs from what was written"),
         )

@@ -14,6 +14,7 @@ import errno
 import os
 from pathlib import Path
 
+from app.controller import catalogue as c
 from app.controller.cleanup_process import remove
 from app.controller.environment import Services
 from app.core.run import Run
@@ -24,15 +25,15 @@ def retire_secrets(run: Run, services: Services) -> None:
     if directory is None:
         return  # the cluster's secrets are the pod's mounted Secrets: none of the run's own
     checks = run.checks
-    checks.begin("secrets")
+    checks.begin(c.SECRETS)
     names = sorted(os.listdir(directory))
     remove(directory)
+    gone = _absent(directory)
     checks.require(
-        _absent(directory),
-        f"the run's secret files ({', '.join(names)}) are removed now that the last tool process "
-        f"has run: {directory} is gone (ENOENT), while the key stays only in the controller's "
-        "memory",
-        detail=f"{directory} still exists",
+        c.SECRETS_REMOVED,
+        gone,
+        detail=f"{', '.join(names)}: {directory} "
+        + ("is gone (ENOENT)" if gone else "still exists"),
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from app.controller import catalogue as c
 from app.controller.phases.identity import StoredCase
 from app.controller.supplier_client import SupplierClient
 from app.core.calls import SupplierReplyError
@@ -16,23 +17,22 @@ from app.core.run_tree import stage_file
 
 def supplier(run: Run, client: SupplierClient, stored: StoredCase) -> dict[str, bool]:
     checks, case = run.checks, run.case
-    checks.begin("supplier")
+    checks.begin(c.SUPPLIER)
     ids = [s.id for s in case.suppliers]
     availability: dict[str, bool] = checks.holds(
-        "the supplier API answers the controller's authenticated read with 200, and the "
-        "reply holds one true/false per supplier of the case",
+        c.AVAILABILITY,
         lambda: client.availability(case.case_id, ids),
         refusals=(SupplierReplyError,),
+        detail=lambda answer: f"availability {answer}",
     )
     wrong = client.request("GET", f"/cases/{case.case_id}/suppliers", key=b"not-the-supplier-key")
-    checks.expect_equal(wrong.status, 401, "the supplier API refuses an invalid key with 401")
+    checks.expect_equal(c.WRONG_KEY, wrong.status, 401)
     staged = run.paths.workspace("evaluator").input / "facts.json"
     stage_file(staged, json_bytes(_facts(run, stored, availability)), run.tool, tool_owned=False)
     reread = json.loads(staged.read_bytes())["availability"]
     checks.require(
+        c.STAGED_AVAILABILITY,
         sorted(reread) == sorted(ids) and all(type(v) is bool for v in reread.values()),
-        "the availability staged for the evaluator holds the case's own supplier ids and one "
-        f"boolean each, nothing else the supplier sent: {sorted(reread)}",
         detail=f"staged {reread!r}",
     )
     return availability

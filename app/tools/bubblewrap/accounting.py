@@ -13,7 +13,9 @@ from typing import Final
 
 from app.core.roles import Role
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
+from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
     Element,
@@ -26,37 +28,27 @@ RUN_PLACEHOLDER: Final = PurePosixPath("<RUN>")
 CODE_PLACEHOLDER: Final = PurePosixPath("<CODE>")
 FD_PLACEHOLDER: Final = "<BASELINE_FD>"
 
-START: Final = "the reader starts under its argument vector"
-ENVIRONMENT: Final = "the reader's whole environment is"
-MOUNTS: Final = "the reader's whole mount list is"
+START: Final = c.READER_STARTS.id
+ENVIRONMENT: Final = c.ENVIRONMENT.id
+MOUNTS: Final = c.MOUNTS.id
 NO_PYTHON: Final = "no /usr/bin/python3 can run"
+SHARED: Final = "it would share the controller's"
 
 
 def _same_as_reader(role: Role) -> str:
-    return f"the {role} starts under its argument vector and got what the reader got"
+    return c.SAME_AS_READER.id_for(role=role)
 
 
 # What the evaluator's and the writer's own readings cannot show, and where it shows instead.
-_SEEN_BY_ATTACKS: Final = {"--disable-userns": "no role can make or join a namespace"}
+_SEEN_BY_ATTACKS: Final = {"--disable-userns": common.ATTACK.id_for(attack="namespaces")}
 
 ACCOUNT: Final[dict[str, Proof]] = {
     "--unshare-user": Watched(START, "bwrap refuses --disable-userns without it"),
-    "--unshare-pid": Watched(
-        "the reader has its own pid namespace", "it would share the controller's"
-    ),
-    "--unshare-net": Watched(
-        "the reader has its own net namespace", "it would share the controller's"
-    ),
-    "--unshare-ipc": Watched(
-        "the reader has its own ipc namespace", "it would share the controller's"
-    ),
-    "--unshare-uts": Watched(
-        "the reader has its own uts namespace", "it would share the controller's"
-    ),
-    "--disable-userns": Watched(
-        "so what refuses the reader a further user namespace is --disable-userns",
-        "unshare(CLONE_NEWUSER) succeeds",
-    ),
+    "--unshare-pid": Watched(c.NAMESPACE.id_for(ns="pid"), SHARED),
+    "--unshare-net": Watched(c.NAMESPACE.id_for(ns="net"), SHARED),
+    "--unshare-ipc": Watched(c.NAMESPACE.id_for(ns="ipc"), SHARED),
+    "--unshare-uts": Watched(c.NAMESPACE.id_for(ns="uts"), SHARED),
+    "--disable-userns": Watched(c.USERNS_REFUSED.id, "unshare(CLONE_NEWUSER) succeeds"),
     "--assert-userns-disabled": Redundant(
         "bwrap 0.8.0 makes the same test for --disable-userns itself: it tries "
         "unshare(CLONE_NEWUSER) before it drops its privileges and refuses to start if that "
@@ -77,15 +69,9 @@ ACCOUNT: Final[dict[str, Proof]] = {
         "for a sandbox uid other than 0, bwrap leaves the child no capability in any of the "
         "five sets, bounding set included; kept so that holds even if the sandbox uid were 0"
     ),
-    "--new-session": Watched(
-        "the reader is in a session of its own", "it shares the controller's session"
-    ),
-    "--die-with-parent": Watched(
-        "the reader is killed when its parent dies", "PR_GET_PDEATHSIG is 0"
-    ),
-    "--hostname": Watched(
-        "the reader has a hostname of its own", "it keeps a copy of the controller's"
-    ),
+    "--new-session": Watched(c.SESSION.id, "it shares the controller's session"),
+    "--die-with-parent": Watched(c.PARENT_DEATH.id, "PR_GET_PDEATHSIG is 0"),
+    "--hostname": Watched(c.HOSTNAME.id, "it keeps a copy of the controller's"),
     "--clearenv": Watched(ENVIRONMENT, "bwrap's own environment reaches the reader"),
     "--setenv PATH": Watched(ENVIRONMENT, "PATH is missing from it"),
     "--setenv HOME": Watched(ENVIRONMENT, "HOME is missing from it"),
@@ -101,32 +87,20 @@ ACCOUNT: Final[dict[str, Proof]] = {
     "--symlink /lib64": Watched(START, "the interpreter names its loader as /lib64/…"),
     "--ro-bind /opt/analyst": Watched(START, "the worker's code is not there"),
     "--proc /proc": Watched(START, "the reader cannot read its own /proc"),
-    "--perms": Watched("the reader's /tmp is its own", "/tmp has mode 0755"),
-    "--size": Watched(
-        "the reader's /tmp is a tmpfs of 16 MiB", "/tmp may take half the machine's memory"
-    ),
+    "--perms": Watched(c.SCRATCH_OWN.id, "/tmp has mode 0755"),
+    "--size": Watched(c.SCRATCH_SIZE.id, "/tmp may take half the machine's memory"),
     "--tmpfs /tmp": Watched(MOUNTS, "/tmp is missing from it"),
     "--ro-bind /input": Watched(MOUNTS, "/input is missing from it"),
     "--ro-bind /output": Watched(MOUNTS, "/output is missing from it"),
     "--remount-ro /": Watched(
-        "so the reader cannot create /probe.txt on its root",
-        "the root is a writable tmpfs with no size limit",
+        c.ROOT_READ_ONLY.id, "the root is a writable tmpfs with no size limit"
     ),
-    "--chdir": Watched(
-        "the reader's working directory is /opt/analyst",
-        "it works in /, not in the code directory",
-    ),
-    "--add-seccomp-fd": Watched(
-        "the reader runs under exactly one seccomp filter", "it runs under none"
-    ),
-    "--max-file-bytes": Watched(
-        "no role can fill the disk through its output", "a file grows past 1 MiB"
-    ),
+    "--chdir": Watched(c.WORKING_DIRECTORY.id, "it works in /, not in the code directory"),
+    "--add-seccomp-fd": Watched(c.SECCOMP.id, "it runs under none"),
+    "--max-file-bytes": Watched(common.ATTACK.id_for(attack="disk"), "a file grows past 1 MiB"),
     # The reader's one output file is also where it shows its host identity; the evaluator's
     # and the writer's other files show in their mount lists (see proof_for).
-    "--bind /output/check.txt": Watched(
-        "and on the host that id is the unprivileged uid/gid", "the reader cannot write it"
-    ),
+    "--bind /output/check.txt": Watched(c.HOST_IDENTITY.id, "the reader cannot write it"),
     "--bind /output/comparison.json": Watched(
         _same_as_reader("evaluator"), "it is not in its mount list"
     ),

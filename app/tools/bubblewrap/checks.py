@@ -12,7 +12,9 @@ from typing import Final
 from app.core.files import read_regular
 from app.core.results import ToolResult
 from app.core.run import Run
+from app.tools import catalogue as common_catalogue
 from app.tools.attack_checks import AttackChecks
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.attack_answers import ANSWERS
 from app.tools.bubblewrap.kernel_checks import KernelChecks
 from app.tools.bubblewrap.network_checks import check_network
@@ -30,6 +32,10 @@ MAX_DRAFT_BYTES: Final = 64 * 1024
 class BubblewrapChecks(LayerChecks):
     """process: the layer section; boundary: files, process, network; submit_draft: business."""
 
+    submission = c.SUBMISSION
+    process_sections = (c.LAYER,)
+    boundary_sections = (c.FILES, c.PROCESS, c.NETWORK, common_catalogue.ATTACKS_SECTION)
+
     def __init__(self, run: Run, layer: BwrapRunner) -> None:
         self.run = run
         self.layer = layer
@@ -40,18 +46,16 @@ class BubblewrapChecks(LayerChecks):
         self.attacks = AttackChecks(run, layer, ANSWERS)
 
     def process(self) -> None:
-        self.checks.begin("layer")
+        self.checks.begin(c.LAYER, root=os.geteuid() == 0)
         check_provenance(self.run, self.layer.readings)
         self.processes.what_the_tool_got()
 
     def boundary(self) -> None:
-        self.checks.begin("files")
+        self.checks.begin(c.FILES)
         self.common.read_only_file_checks(self._same_file())
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
-        self.checks.begin("process")
         self.kernel.check()
-        self.checks.begin("network")
         check_network(self.run, self.layer)
         self.attacks.check()
 
@@ -69,10 +73,10 @@ class BubblewrapChecks(LayerChecks):
                 os.close(fd)
             same = (seen.data.get("device"), seen.data.get("inode"))
             self.checks.require(
+                c.SAME_FILE,
                 seen.ok and same == (host_stat.st_dev, host_stat.st_ino),
-                f"the reader's own open of {inside} reaches the controller's file: device "
-                f"{host_stat.st_dev}, inode {host_stat.st_ino} on both sides",
-                detail=f"the open {seen.observed}, device/inode {same[0]}/{same[1]}",
+                detail=f"{inside}: the open {seen.observed}, device/inode {same[0]}/{same[1]}; "
+                f"the controller's {host_stat.st_dev}/{host_stat.st_ino}",
             )
 
         return Pending([partial(self.layer.run_tool, "reader", "open-read", inside)], judge)
@@ -92,12 +96,7 @@ class BubblewrapChecks(LayerChecks):
             "status": reply.status,
             "request_id": reply.request_id,
         }
-        self.checks.expect_equal(
-            reply.status,
-            201,
-            "the controller submits the writer's draft itself, and the supplier API accepts it: "
-            "201",
-        )
+        self.checks.expect_equal(c.DRAFT_SUBMITTED, reply.status, 201)
 
     def readings(self) -> LayerReadings:
         return LayerReadings(

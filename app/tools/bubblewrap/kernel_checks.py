@@ -9,9 +9,11 @@ from concurrent.futures import Future
 from functools import partial
 from typing import Any, Final
 
+from app.core.catalogue import Claim
 from app.core.results import Errno, ToolResult, as_mapping, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.controls import host_control
@@ -19,9 +21,10 @@ from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
 from app.tools.together import run_named
 
-# The syscalls the stacking demo refuses: harmless on purpose (the point is that added filters
-# reach the child), and each takes at most the probe's one scratch pointer.
-STACKED_SYSCALLS: Final = ("getppid", "uname")
+# The syscalls the stacking demo refuses (catalogue.STACKED_SYSCALLS): harmless on purpose (the
+# point is that added filters reach the child), and each takes at most the probe's one scratch
+# pointer.
+STACKED_SYSCALLS: Final = c.STACKED_SYSCALLS
 
 
 class KernelChecks:
@@ -35,6 +38,7 @@ class KernelChecks:
         self.got: Mapping[str, Future[ToolResult]] = {}
 
     def check(self) -> None:
+        self.checks.begin(c.PROCESS)
         # Every reader but the held ones at once: each is a sandbox of its own that writes
         # nothing; the lines are decided from the outcomes in their order.
         self.got = run_named({**self._nested_userns_calls(), **self._filter_calls()})
@@ -46,11 +50,9 @@ class KernelChecks:
     def _outcome(self, name: str) -> ToolResult:
         return self.got[name].result()
 
-    def _expect(self, result: ToolResult, expected: Errno, claim: str) -> None:
+    def _expect(self, result: ToolResult, expected: Errno, claim: Claim) -> None:
         self.checks.require(
-            result.refused_with(expected),
-            f"{claim}: {expected}",
-            detail=f"observed {result.observed}",
+            claim, result.refused_with(expected), detail=f"observed {result.observed}"
         )
 
     def _nested_userns_calls(self) -> dict[str, Callable[[], ToolResult]]:
@@ -68,16 +70,8 @@ class KernelChecks:
 
     def _nested_userns(self) -> None:
         control = self._outcome("userns control")
-        self.checks.require(
-            control.ok,
-            "control: a child started without --disable-userns may create a further user namespace",
-            detail=f"the unshare {control.observed}",
-        )
-        self._expect(
-            self._outcome("userns"),
-            Errno.ENOSPC,
-            "so what refuses the reader a further user namespace is --disable-userns",
-        )
+        self.checks.require(c.USERNS_CONTROL, control.ok, detail=f"the unshare {control.observed}")
+        self._expect(self._outcome("userns"), Errno.ENOSPC, c.USERNS_REFUSED())
 
     def _filter_calls(self) -> dict[str, Callable[[], ToolResult]]:
         args = kernel_call_args(tuple(FILTER_SAMPLES))
@@ -118,18 +112,11 @@ class KernelChecks:
         unfiltered = self._outcome("unfiltered").named_answers
         expected_kernel = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         host_control(
-            self.checks,
-            "control: with no seccomp filter, the reader's "
-            f"{', '.join(names)} calls (numbered by libseccomp) reach the kernel, which answers "
-            f"{listing(expected_kernel)}",
-            unfiltered,
-            expected_kernel,
+            self.checks, c.BASELINE_CONTROL, unfiltered, expected_kernel, said=listing(unfiltered)
         )
         filtered = self._outcome("filtered").named_answers
         self.checks.expect_equal(
-            filtered,
-            dict.fromkeys(names, Errno.EPERM.value),
-            f"so the baseline filter is what refuses {', '.join(names)}: {Errno.EPERM}",
+            c.BASELINE_REFUSES, filtered, dict.fromkeys(names, Errno.EPERM.value)
         )
 
     def _stacking(self) -> None:
@@ -138,25 +125,20 @@ class KernelChecks:
         for name, number in numbers.items():
             result = self._outcome(f"baseline {name}")
             self.checks.require(
+                c.UNSTACKED(syscall=name, number=number),
                 result.ok,
-                f"{name} (syscall {number}, numbered by libseccomp) succeeds in the reader "
-                "under the baseline filter alone",
                 detail=f"observed {result.observed}",
             )
         stacked = as_mapping(self._outcome("stacked").data["status"])
         inherited = inherited_filters()
         self.checks.require(
+            c.STACKED_COUNT(inherited=over_inherited(inherited)),
             stacked["Seccomp"] == "2" and stacked["Seccomp_filters"] == str(inherited + 3),
-            "with one filter for getppid and one for uname added, the reader holds three "
-            f"stacked seccomp filters of its own{over_inherited(inherited)}: Seccomp_filters "
-            f"{inherited + 3}",
             detail=f"Seccomp {stacked['Seccomp']}, Seccomp_filters {stacked['Seccomp_filters']}",
         )
         for name in numbers:
             self._expect(
-                self._outcome(f"stacked {name}"),
-                Errno.EPERM,
-                f"and with both added, {name} is refused by its filter",
+                self._outcome(f"stacked {name}"), Errno.EPERM, c.STACKED_REFUSES(syscall=name)
             )
 
     def _orphans(self) -> None:
@@ -167,16 +149,14 @@ class KernelChecks:
             purpose="orphan control",
         )
         self.checks.require(
+            c.ORPHAN_CONTROL,
             control.outlived and control.answered,
-            "control: started without --die-with-parent, a reader whose bwrap is killed with "
-            "SIGKILL (as a timeout kills it) lives on, and answers once released",
             detail=f"still there {control.outlived}, answered {control.answered}",
         )
         killed = self.layer.kill_while_held("reader", wait_for_death=True, purpose="")
         self.checks.require(
+            c.ORPHAN_GONE,
             killed.output_closed and not killed.outlived and not killed.answered,
-            "so a reader whose bwrap is killed is gone with it: every process of its sandbox "
-            "closed its output, and it never answered",
             detail=f"output closed {killed.output_closed}, still there {killed.outlived}, "
             f"answered {killed.answered}",
         )

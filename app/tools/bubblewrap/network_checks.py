@@ -12,6 +12,7 @@ from typing import Final
 from app.core.results import Errno, ToolResult
 from app.core.roles import ROLES, Role
 from app.core.run import Run
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.together import run_named
 
@@ -24,72 +25,65 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
     checks = run.checks
     address, port = run.supplier.address, run.supplier.port
     loopback = ipaddress.ip_address(address).is_loopback
+    checks.begin(c.NETWORK, loopback=loopback)
     checks.require(
+        c.SUPPLIER_CONTROL(address=address, port=port),
         run.supplier_client.tcp_reachable(),
-        f"control: the controller itself reaches the supplier API at {address}:{port}",
+        detail="the controller's TCP connect succeeded",
     )
     # Locally the supplier is on loopback, which every network namespace has of its own;
     # "no route beyond loopback" is then shown against an address the controller routes.
-    beyond = False
     probe_address, probe_port = NO_ROUTE_PROBE
+    route_error: str | None = None
     if loopback:
         source, route_error = _route_source(probe_address, probe_port)
+        route = c.ROUTE_CONTROL(address=probe_address)
         if route_error is not None:
             checks.skip(
-                f"no role has a route to {probe_address} (TEST-NET-1)",
+                route,
                 f"the controller's own kernel has no route there either ({route_error}), "
                 "so a refusal would prove nothing",
             )
         else:
-            beyond = True
             checks.require(
+                route,
                 not ipaddress.ip_address(source).is_loopback,
-                f"control: the controller's own kernel has a route to {probe_address} "
-                f"(TEST-NET-1), from {source}: shown by a UDP connect(), which sends no packet",
+                detail=f"from {source}",
             )
+    beyond = loopback and route_error is None
     # Every role's probes at once: each in a network namespace of its own, none sending a byte.
     calls: dict[tuple[Role, str], Callable[[], ToolResult]] = {}
     for role in ROLES:
         calls[role, "interfaces"] = partial(layer.run_tool, role, "interfaces")
         calls[role, "supplier"] = partial(layer.run_tool, role, "tcp-connect", address, str(port))
-        if loopback and beyond:
+        if beyond:
             calls[role, "beyond"] = partial(
                 layer.run_tool, role, "tcp-connect", probe_address, str(probe_port)
             )
     got = run_named(calls)
     for role in ROLES:
         names = got[role, "interfaces"].result().data["interfaces"]
-        checks.expect_equal(
-            names, ["lo"], f"the {role}'s network namespace holds loopback alone: ['lo']"
-        )
+        checks.expect_equal(c.LOOPBACK_ONLY(role=role), names, ["lo"])
         connect = got[role, "supplier"].result()
         if loopback:
             expected = Errno.ECONNREFUSED
-            claim = (
-                f"so the supplier's {address}:{port}, live for the controller, is refused in "
-                f"the {role}'s own network namespace, whose {address} is its own loopback with "
-                "nothing listening"
-            )
+            claim = c.SUPPLIER_REFUSED(role=role, address=address, port=port)
         else:
             expected = Errno.ENETUNREACH
-            claim = (
-                f"so the {role} has no route to the supplier's {address}:{port}, which the "
-                "controller reaches"
-            )
+            claim = c.SUPPLIER_UNREACHABLE(role=role, address=address, port=port)
+        checks.require(claim, connect.refused_with(expected), detail=f"observed {connect.observed}")
+        if not loopback:
+            continue
+        no_route = c.NO_ROUTE(role=role, address=probe_address, port=probe_port)
+        if not beyond:
+            checks.skip(no_route, f"the controller's own kernel has no route there ({route_error})")
+            continue
+        beyond_result = got[role, "beyond"].result()
         checks.require(
-            connect.refused_with(expected),
-            f"{claim}: {expected}",
-            detail=f"observed {connect.observed}",
+            no_route,
+            beyond_result.refused_with(Errno.ENETUNREACH),
+            detail=f"observed {beyond_result.observed}",
         )
-        if loopback and beyond:
-            beyond_result = got[role, "beyond"].result()
-            checks.require(
-                beyond_result.refused_with(Errno.ENETUNREACH),
-                f"and beyond its loopback the {role} has no route at all, not even to "
-                f"{probe_address}:{probe_port}, which the controller's kernel routes: "
-                f"{Errno.ENETUNREACH}",
-                detail=f"observed {beyond_result.observed}",
-            )
 
 
 def _route_source(address: str, port: int) -> tuple[str, str | None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
@@ -16,6 +16,7 @@ from app.core.results import ToolResult, ToolRunError, as_mapping
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     NAMESPACES,
     OUTPUT_MOUNT,
@@ -43,9 +44,6 @@ CHECKED_NAMESPACES: Final = (*NAMESPACES, "mnt")
 BWRAP_ONLY: Final = "ANALYST_BWRAP_ONLY"
 # The reader's own output file, which it writes to show whose it is on the host.
 IDENTITY_FILE: Final = f"{OUTPUT_MOUNT}/{CHECK_FILE}"
-START_CLAIM: Final = (
-    "the reader starts under its argument vector and reports what it got, read from its own /proc"
-)
 
 
 class ProcessChecks:
@@ -88,7 +86,7 @@ class ProcessChecks:
                 **{role: partial(reading, role) for role in ROLES[1:]},
             }
         )
-        tool = self.checks.holds(START_CLAIM, got["reader"].result, refusals=(ToolRunError,))
+        tool = self.checks.holds(c.READER_STARTS, got["reader"].result, refusals=(ToolRunError,))
         self.readings["reader_proc_status"] = dict(tool.data)
         status = as_mapping(tool.data["status"])
         self._check_ids(tool, status, got["identity"].result())
@@ -119,39 +117,37 @@ class ProcessChecks:
     def _same_as_the_reader(
         self, role: Role, reader: ToolResult, outcome: Future[ToolResult]
     ) -> None:
-        claim = (
-            f"the {role} starts under its argument vector and got what the reader got, read "
-            "the same way: the same ids and id maps, capabilities, no_new_privs, seccomp filter "
-            f"and file size limit, namespaces of its own, its own hostname ({hostname_for(role)}) "
-            "and mount list, the same environment, working directory, session, parent-death "
-            "signal, /tmp and read-only root"
-        )
+        claim = c.SAME_AS_READER(role=role)
         try:
             theirs = outcome.result()
         except ToolRunError as error:
-            self.checks.require(False, claim, detail=f"ToolRunError: {error}")
+            self.checks.fail(claim, f"ToolRunError: {error}")
             return
         expected = self._state("reader", reader.data)
         state = self._state(role, theirs.data)
         differs = sorted(key for key in expected if state.get(key) != expected[key])
         self.readings[f"{role}_proc_status"] = dict(theirs.data)
-        self.checks.require(not differs, claim, detail=f"differs in {differs}")
+        self.checks.require(
+            claim,
+            not differs,
+            detail=f"differs in {differs}"
+            if differs
+            else f"none of its {len(expected)} readings differs, its hostname {hostname_for(role)}",
+        )
 
     def _check_bwrap(self) -> None:
         readings = self.layer.readings
         missing = [o for o in readings.required_options if o not in readings.offered_options]
         minimum = ".".join(str(part) for part in readings.minimum_version)
         self.checks.require(
+            c.BWRAP_OPTIONS(minimum=minimum, count=len(readings.required_options)),
             readings.version_tuple >= readings.minimum_version and not missing,
-            f"bwrap is {readings.version} (at least {minimum}) and offers all "
-            f"{len(readings.required_options)} options the argument vectors use, "
-            "--disable-userns and --add-seccomp-fd among them",
-            detail=f"missing {missing}" if missing else f"version {readings.version}",
+            detail=f"{readings.version}" + (f", missing {missing}" if missing else ""),
         )
         self.checks.require(
+            c.USERNS_ALLOWED,
             readings.max_user_namespaces > 0,
-            "the kernel lets an unprivileged process create user namespaces: "
-            f"/proc/sys/user/max_user_namespaces is {readings.max_user_namespaces}",
+            detail=f"/proc/sys/user/max_user_namespaces is {readings.max_user_namespaces}",
         )
 
     def _check_controller(self) -> None:
@@ -164,20 +160,17 @@ class ProcessChecks:
             # Local runs: the controller is root and holds every capability. It is trusted and
             # unconfined by design; what matters is that no tool process inherits that.
             self.checks.require(
+                c.ROOT_CONTROLLER(uid=tool.uid, gid=tool.gid),
                 tool.uid != 0 and tool.gid != 0,
-                f"the controller is root here (uid {uid}, gid {gid}; {caps}), trusted and "
-                f"unconfined, so it drops every tool process to uid/gid {tool.uid}/{tool.gid} "
-                "before it execs bwrap",
-                detail=f"tool identity is {tool.uid}/{tool.gid}",
+                detail=f"the controller: uid {uid}, gid {gid}, CapEff {status['CapEff']}; the "
+                f"tool identity {tool.uid}/{tool.gid}",
             )
             return
         self.checks.require(
+            c.UNPRIVILEGED_CONTROLLER(uid=uid, gid=gid),
             status["CapEff"] == NO_CAPABILITIES and status["CapPrm"] == NO_CAPABILITIES,
-            f"the controller runs as uid {uid}, gid {gid} and holds no capability it could use "
-            f"(CapEff {status['CapEff']}, CapPrm {status['CapPrm']}); its other readings: "
-            f"CapBnd {status['CapBnd']}, NoNewPrivs {status['NoNewPrivs']}, "
+            detail=f"{caps}; its other readings: NoNewPrivs {status['NoNewPrivs']}, "
             f"Seccomp {status['Seccomp']}",
-            detail=caps,
         )
 
     def _check_ids(self, tool: ToolResult, status: Mapping[str, str], written: ToolResult) -> None:
@@ -195,16 +188,16 @@ class ProcessChecks:
         # and map 1000 to that one's root, 0; the host identity is read on the host, below.
         nested = single and any(lines[0].split()[1] == "0" for lines in maps.values())
         self.checks.require(
+            c.READER_IDS(id=SANDBOX_ID),
             single and status["Uid"] == ids and status["Gid"] == ids,
-            f"the reader runs as uid/gid {SANDBOX_ID}, and its user namespace maps that one id "
-            f"alone: uid_map {maps['uid_map']}, gid_map {maps['gid_map']}"
+            detail=f"Uid {status['Uid']}, Gid {status['Gid']}, uid_map {maps['uid_map']}, "
+            f"gid_map {maps['gid_map']}"
             + (
                 " (the outside 0 is root of an intermediate namespace bwrap nests the child "
                 "in, not the host's)"
                 if nested
                 else ""
             ),
-            detail=f"Uid {status['Uid']}, Gid {status['Gid']}",
         )
         host = self.run.tool
         inside = IDENTITY_FILE
@@ -212,34 +205,28 @@ class ProcessChecks:
         owner = (on_host.st_uid, on_host.st_gid)
         seen = written.data.get("owner")
         self.checks.require(
+            c.HOST_IDENTITY(uid=host.uid, gid=host.gid),
             written.ok
             and owner == (host.uid, host.gid)
             and 0 not in owner
             and seen == [SANDBOX_ID] * 2,
-            f"and on the host that id is the unprivileged uid/gid {host.uid}/{host.gid}, never "
-            f"0: the reader writes {inside}, a file the controller made for that uid alone "
-            f"(mode {on_host.st_mode & 0o777:04o}), and sees it as its own ({SANDBOX_ID}:"
-            f"{SANDBOX_ID}) while holding no capability that could override its mode",
-            detail=f"the write {written.observed}, owner on the host {owner}, inside {seen}",
+            detail=f"the write of {inside} {written.observed}, mode "
+            f"{on_host.st_mode & 0o777:04o}, owner on the host {owner[0]}:{owner[1]}, inside "
+            + (":".join(str(i) for i in seen) if isinstance(seen, list) else f"{seen}"),
         )
 
     def _check_privileges(self, status: Mapping[str, str]) -> None:
         readings = ", ".join(f"{name} {status[name]}" for name in CAPABILITY_SETS)
         self.checks.require(
+            c.CAPABILITIES,
             all(status[name] == NO_CAPABILITIES for name in CAPABILITY_SETS),
-            f"the reader holds no capability in any of the five sets: {readings}",
+            detail=readings,
         )
-        self.checks.expect_equal(
-            status["NoNewPrivs"],
-            "1",
-            "no exec can raise the reader's privileges: NoNewPrivs is 1",
-        )
+        self.checks.expect_equal(c.NO_NEW_PRIVS, status["NoNewPrivs"], "1")
         inherited = inherited_filters()
         self.checks.require(
+            c.SECCOMP(inherited=over_inherited(inherited)),
             status["Seccomp"] == "2" and status["Seccomp_filters"] == str(inherited + 1),
-            "the reader runs under exactly one seccomp filter of its own, the baseline this "
-            f"controller compiled{over_inherited(inherited)}: Seccomp mode 2, Seccomp_filters "
-            f"{inherited + 1}",
             detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
         )
 
@@ -249,17 +236,17 @@ class ProcessChecks:
         self.readings["controller_namespaces"] = own
         for ns in CHECKED_NAMESPACES:
             self.checks.require(
+                c.NAMESPACE(ns=ns),
                 theirs[ns] != own[ns],
-                f"the reader has its own {ns} namespace: {theirs[ns]}, not the controller's "
-                f"{own[ns]}",
+                detail=f"{theirs[ns]}, the controller's {own[ns]}",
             )
         expected = hostname_for("reader")
         mine = socket.gethostname()
         hostname = tool.data["hostname"]
         self.checks.require(
+            c.HOSTNAME(hostname=expected),
             hostname == expected and hostname != mine,
-            f"the reader has a hostname of its own, {expected}, not the controller's {mine}",
-            detail=f"observed {hostname!r}",
+            detail=f"observed {hostname!r}, the controller's {mine!r}",
         )
 
     def _forbidden_dirs(self, role: Role) -> dict[Path, list[str]]:
@@ -284,35 +271,31 @@ class ProcessChecks:
         unnamed = [m for m in observed if m not in named]
         absent = sorted(named - set(observed))
         self.checks.require(
+            c.MOUNTS,
             not unnamed and not absent,
-            f"the reader's whole mount list is {observed}: exactly the mounts its argument "
-            "vector names",
-            detail=f"not named: {unnamed}, named but absent: {absent}",
+            detail=f"{observed}; not named: {unnamed}, named but absent: {absent}"
+            if unnamed or absent
+            else f"{observed}",
         )
         forbidden = self._forbidden_dirs("reader")
         exposed = sorted({m for m in observed for path in forbidden if _overlaps(m, path)})
         self.checks.require(
+            c.MOUNTS_HIDE,
             not exposed,
-            f"so no mount in it is at, above or below {_describe_dirs(forbidden)}",
-            detail=f"exposed by {exposed}",
+            detail=f"exposed by {exposed}"
+            if exposed
+            else "; ".join(f"{path}: {' and '.join(what)}" for path, what in forbidden.items()),
         )
 
     def _check_environment(self, names: list[str], control: ToolResult) -> None:
         expected = expected_environment(BubblewrapPolicy())
-        self.checks.expect_equal(
-            names,
-            expected,
-            f"the reader's whole environment is {names}: the variables its argument vector "
-            f"sets after --clearenv, and the PWD bwrap derives from --chdir; {BWRAP_ONLY}, set "
-            "in bwrap's own environment for this call, is not among them",
-        )
+        self.checks.expect_equal(c.ENVIRONMENT(bwrap_only=BWRAP_ONLY), names, expected)
         self.checks.require(
+            c.ENVIRONMENT_CONTROL(bwrap_only=BWRAP_ONLY),
             BWRAP_ONLY in control.data.get("names", []),
-            f"control: started without --clearenv, the reader inherits {BWRAP_ONLY} from "
-            "bwrap's own environment",
             detail=f"names {control.data.get('names')}",
         )
-        CommonChecks(self.run, self.layer).no_credential_variables("reader", names)
+        CommonChecks(self.run, self.layer).no_credential_variables(names)
 
 
 def _overlaps(mount_point: str, host_dir: Path) -> bool:
@@ -325,17 +308,4 @@ def _overlaps(mount_point: str, host_dir: Path) -> bool:
         mount_point == directory
         or directory.startswith(mount_point + "/")
         or mount_point.startswith(directory + "/")
-    )
-
-
-def _join(items: Iterable[str], conjunction: str) -> str:
-    parts = list(items)
-    return ", ".join(parts[:-1]) + f" {conjunction} {parts[-1]}" if len(parts) > 1 else parts[0]
-
-
-def _describe_dirs(dirs: dict[Path, list[str]]) -> str:
-    """ "the directory of A and B (/p), ... or the directory of C (/q)"."""
-    return _join(
-        (f"the directory of {_join(what, 'and')} ({path})" for path, what in dirs.items()),
-        "or",
     )

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from app.core.pins import BUBBLEWRAP, BUBBLEWRAP_BUILD_RECORD, SourcePin
 from app.core.run import Run
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.preflight import BwrapReadings
 
 MAX_RECORD_BYTES = 4096
@@ -59,10 +60,8 @@ def check_provenance(
 ) -> None:
     checks = run.checks
     record = read_build_record(record_path)
-    version_claim = f"bwrap reports the pinned version: {pin.reported_version}"
-    record_claim = (
-        f"the image records the pinned source bwrap was built from: {pin.tag}, commit {pin.commit}"
-    )
+    version_claim = c.PINNED_VERSION(version=pin.reported_version)
+    record_claim = c.BUILD_RECORD(tag=pin.tag, commit=pin.commit)
     if isinstance(record, str) and (not run.in_cluster or run.rehearsal):
         which = "a rehearsal" if run.rehearsal else "a local run"
         checks.skip(
@@ -73,12 +72,12 @@ def check_provenance(
         checks.skip(record_claim, f"{record}: only the analyst image has one")
         return
     checks.require(
-        readings.version == pin.reported_version,
         version_claim,
+        readings.version == pin.reported_version,
         detail=f"{readings.path} reports {readings.version!r}, the pin is {pin.reported_version!r}",
     )
     if isinstance(record, str):
-        checks.require(False, record_claim, detail=record)
+        checks.fail(record_claim, record)
         return
     differs = [
         f"{name} {found!r}, the pin is {pinned!r}"
@@ -90,4 +89,8 @@ def check_provenance(
         )
         if found != pinned
     ]
-    checks.require(not differs, record_claim, detail=f"{record_path}: " + "; ".join(differs))
+    checks.require(
+        record_claim,
+        not differs,
+        detail=f"{record_path}: " + ("; ".join(differs) or f"{record.tag}, {record.commit}"),
+    )

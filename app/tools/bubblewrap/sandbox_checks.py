@@ -18,6 +18,7 @@ from typing import Final
 from app.core.results import Errno, ToolResult, as_mapping
 from app.core.run import Run
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
+from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import CODE_MOUNT, SANDBOX_ID, SCRATCH_BYTES, SCRATCH_MODE
 from app.tools.bubblewrap.runner import BwrapRunner
 
@@ -77,84 +78,63 @@ class SandboxChecks:
 
     def _working_directory(self, tool: ToolResult) -> None:
         self.checks.expect_equal(
-            tool.data["cwd"],
-            CODE_MOUNT,
-            f"the reader's working directory is {CODE_MOUNT}, the read-only code directory: "
-            "`python -m` puts it first on the import path, and the reader cannot plant a "
-            "module there",
+            c.WORKING_DIRECTORY(directory=CODE_MOUNT), tool.data["cwd"], CODE_MOUNT
         )
 
     def _session(self, tool: ToolResult) -> None:
         sid = tool.data["sid"]
         self.checks.require(
+            c.SESSION,
             sid != 0,
-            f"the reader is in a session of its own, led inside its sandbox (getsid(0) is "
-            f"{sid}), so no terminal of the controller's session is its controlling terminal",
-            detail=f"getsid(0) is {sid}: the session's leader is outside its pid namespace",
+            detail=f"getsid(0) is {sid}"
+            + ("" if sid != 0 else ": the session's leader is outside its pid namespace"),
         )
         control = self._outcome("session control")
         self.checks.require(
+            c.SESSION_CONTROL,
             control.data.get("sid") == 0,
-            "control: started without --new-session, the reader is in the controller's "
-            "session, whose leader its pid namespace cannot see: getsid(0) is 0",
             detail=f"getsid(0) is {control.data.get('sid')}",
         )
 
     def _parent_death(self, tool: ToolResult) -> None:
         kill = int(signal.SIGKILL)
-        self.checks.expect_equal(
-            tool.data["pdeathsig"],
-            kill,
-            f"the reader is killed when its parent dies: PR_GET_PDEATHSIG is {kill} (SIGKILL)",
-        )
+        self.checks.expect_equal(c.PARENT_DEATH(signal=kill), tool.data["pdeathsig"], kill)
         control = self._outcome("parent death control")
-        self.checks.expect_equal(
-            control.data.get("pdeathsig"),
-            0,
-            "control: started without --die-with-parent, its parent's death sends it nothing: "
-            "PR_GET_PDEATHSIG is 0",
-        )
+        self.checks.expect_equal(c.PARENT_DEATH_CONTROL, control.data.get("pdeathsig"), 0)
 
     def _scratch(self, tool: ToolResult) -> None:
         scratch = as_mapping(tool.data["scratch"]) if tool.data["scratch"] else {}
         self.checks.require(
+            c.SCRATCH_OWN(mode=f"{SCRATCH_MODE:04o}", uid=SANDBOX_ID),
             scratch.get("mode") == SCRATCH_MODE and scratch.get("uid") == SANDBOX_ID,
-            f"the reader's /tmp is its own: mode {SCRATCH_MODE:04o}, owner uid {SANDBOX_ID}",
             detail=f"observed {dict(scratch) or 'no /tmp'}",
         )
-        self.checks.expect_equal(
-            scratch.get("bytes"),
-            SCRATCH_BYTES,
-            f"the reader's /tmp is a tmpfs of {_mib(SCRATCH_BYTES)} (statvfs: {SCRATCH_BYTES} "
-            "bytes), so what it keeps in memory there is bounded",
+        self.checks.require(
+            c.SCRATCH_SIZE(size=_mib(SCRATCH_BYTES)),
+            scratch.get("bytes") == SCRATCH_BYTES,
+            detail=f"statvfs: {scratch.get('bytes')} bytes",
         )
         control = self._outcome("scratch control")
         self.checks.require(
+            c.SCRATCH_CONTROL(fill=SCRATCH_FILL, limit=_mib(MAX_OUTPUT_FILE_BYTES)),
             control.ok and control.data.get("written") == SCRATCH_FILL,
-            f"control: started without --size, the reader writes {SCRATCH_FILL} bytes "
-            f"({_mib(SCRATCH_FILL)}) to /tmp, in files of at most {_mib(MAX_OUTPUT_FILE_BYTES)}",
             detail=f"the write {control.observed}, {control.data.get('written')} bytes",
         )
         filled = self._outcome("scratch")
         self.checks.require(
+            c.SCRATCH_FULL(size=_mib(SCRATCH_BYTES)),
             filled.refused_with(Errno.ENOSPC),
-            f"so the same write in the reader's /tmp stops at its {_mib(SCRATCH_BYTES)}: "
-            f"{Errno.ENOSPC} after {filled.data.get('written')} bytes",
-            detail=f"observed {filled.observed}",
+            detail=f"observed {filled.observed} after {filled.data.get('written')} bytes",
         )
 
     def _read_only_root(self) -> None:
         control = self._outcome("root control")
         self.checks.require(
+            c.ROOT_CONTROL(probe=ROOT_PROBE),
             control.data.get("answers") == ["ok"],
-            f"control: started without --remount-ro /, the reader creates {ROOT_PROBE} on "
-            "its root, a tmpfs with no size limit",
             detail=f"the create {control.data.get('answers')}",
         )
         refused = self._outcome("root")
         self.checks.expect_equal(
-            refused.data.get("answers"),
-            [Errno.EROFS.value],
-            f"so the reader cannot create {ROOT_PROBE} on its root, which --remount-ro / made "
-            f"read-only: {Errno.EROFS}",
+            c.ROOT_READ_ONLY(probe=ROOT_PROBE), refused.data.get("answers"), [Errno.EROFS.value]
         )

@@ -10,7 +10,9 @@ from typing import Final
 
 from app.core.roles import ROLES, Role
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES
+from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.nono import catalogue as c
 from app.tools.nono.policy import BASE_VARIABLES, DIGEST_KEY_VARIABLE
 
 LABEL: Final = Redundant("a label for whoever reads the file; the launcher applies nothing from it")
@@ -27,16 +29,16 @@ ROUTE_PARTS: Final = (
 SUPPLIERS: Final = "GET /cases/<CASE>/suppliers"
 # The first check that runs the reader beyond its start: it waits there on a FIFO in its
 # input after writing its pid to its check.txt.
-HELD: Final = "the controller looks at the reader from the host's /proc"
+HELD: Final = c.HELD.id
 RECOMMENDATIONS: Final = "POST /cases/<CASE>/recommendations"
 
 
 def _starts(role: Role, because: str) -> Watched:
-    return Watched(f"the {role} starts under its profile", because)
+    return Watched(c.STARTS.id_for(role=role), because)
 
 
 def _variables(role: Role) -> dict[str, Proof]:
-    claim = f"the {role}'s environment is exactly what its profile keeps"
+    claim = c.ENVIRONMENT.id_for(role=role)
     names = [*BASE_VARIABLES, *([] if role == "evaluator" else [DIGEST_KEY_VARIABLE])]
     return {
         f"environment.allow_vars[{name}]": Watched(
@@ -50,7 +52,7 @@ def _variables(role: Role) -> dict[str, Proof]:
 
 
 def _files(role: Role) -> dict[str, Proof]:
-    own = f"the {role} reads its own input"
+    own = common.OWN_DIRECTORIES.id_for(role=role)
     account: dict[str, Proof] = {
         "filesystem.read[/usr]": _starts(role, "no /usr/bin/python3 can run"),
         "filesystem.read[<CODE>]": _starts(role, "its worker and baseline filter are unreadable"),
@@ -65,7 +67,7 @@ def _files(role: Role) -> dict[str, Proof]:
         if name == CHECK_FILE and role == "reader":
             watcher = HELD
         elif name == CHECK_FILE and role == "writer":
-            watcher = "the writer writes"
+            watcher = common.WRITER_WRITES.id
         account[f"filesystem.allow[<RUN>/{role}/out/{name}]"] = Watched(
             watcher, "the file answers EACCES"
         )
@@ -82,18 +84,18 @@ def _route(role: Role) -> dict[str, Proof]:
         )
     else:
         account[f"{allow}[{SUPPLIERS}]"] = Watched(
-            "writer: GET /cases/", "its own proxy answers 403"
+            c.STATUS.id_for(request="writer.read"), "its own proxy answers 403"
         )
         account[f"{allow}[{RECOMMENDATIONS}]"] = Watched(
-            "writer: POST /cases/", "its draft is refused with 403"
+            c.DRAFT_SUBMITTED.id, "its draft is refused with 403"
         )
     return account
 
 
 def _process(role: Role) -> dict[str, Proof]:
-    disk = Watched("no role can fill the disk through its output", "a file grows past 1 MiB")
+    disk = Watched(common.ATTACK.id_for(attack="disk"), "a file grows past 1 MiB")
     if role == "reader":
-        filters = "it runs under 2 seccomp filters"
+        filters = c.HELD_SECCOMP.id
         return {
             "process.enforcement_mode": Watched(filters, "nono's default mode adds no filter"),
             "process.seccomp_filter": Watched(filters, "the baseline is not installed"),
@@ -102,20 +104,17 @@ def _process(role: Role) -> dict[str, Proof]:
     if role == "evaluator":
         return {
             "process.enforcement_mode": Watched(
-                "the offline evaluator cannot create an Internet socket",
-                "Landlock refuses its connect, but not the socket itself",
+                c.NO_SOCKET.id, "Landlock refuses its connect, but not the socket itself"
             ),
-            "process.seccomp_filter": Watched(
-                "and with the baseline under Landlock alone", "the baseline is not installed"
-            ),
+            "process.seccomp_filter": Watched(c.LANDLOCK_ALONE.id, "the baseline is not installed"),
             "process.max_file_bytes": disk,
         }
     return {
         "process.enforcement_mode": Watched(
-            "no role can route UDP off the host", "Landlock filters TCP alone"
+            common.ATTACK.id_for(attack="udp"), "Landlock filters TCP alone"
         ),
         "process.seccomp_filter": Watched(
-            "no role can connect to a unix socket", "nono leaves unix sockets open"
+            common.ATTACK.id_for(attack="unix"), "nono leaves unix sockets open"
         ),
         "process.max_file_bytes": disk,
     }
@@ -126,9 +125,7 @@ def _account(role: Role) -> dict[str, Proof]:
     account |= _files(role)
     account |= _variables(role)
     if role == "evaluator":
-        account["network.block"] = Watched(
-            "the offline evaluator cannot create an Internet socket", "it has the network"
-        )
+        account["network.block"] = Watched(c.NO_SOCKET.id, "it has the network")
     else:
         account |= _route(role)
     return account | _process(role)

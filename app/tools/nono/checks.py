@@ -17,9 +17,11 @@ from typing import Any
 from app.core.results import Errno, ToolResult, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
+from app.tools import catalogue as common_catalogue
 from app.tools.attack_checks import AttackChecks
 from app.tools.common_checks import CommonChecks
 from app.tools.layer import LayerChecks, LayerReadings
+from app.tools.nono import catalogue as c
 from app.tools.nono import render
 from app.tools.nono.attack_answers import ANSWERS
 from app.tools.nono.endpoint_checks import EndpointChecks
@@ -34,6 +36,15 @@ class NonoChecks(LayerChecks):
     proxies' endpoint policy; submit_draft: the writer's own POST through its proxy."""
 
     refuses_upstream = True
+    submission = c.SUBMISSION
+    process_sections = (c.PROFILES, c.ENVIRONMENT_SECTION, c.PROCESS)
+    boundary_sections = (
+        c.FILES,
+        c.CREDENTIALS,
+        c.NETWORK,
+        common_catalogue.ATTACKS_SECTION,
+        c.SUPPLIER_PROXY,
+    )
 
     def __init__(self, run: Run, layer: NonoRunner) -> None:
         self.run = run
@@ -73,29 +84,29 @@ class NonoChecks(LayerChecks):
 
     def _profiles(self) -> None:
         checks, layer = self.checks, self.layer
-        checks.begin("profiles")
+        checks.begin(c.PROFILES)
         drift = render.drifted(layer.committed_dir, layer.widening, layer.omit)
         checks.require(
+            c.COMMITTED(files=", ".join(f"{r}.json" for r in ROLES)),
             not drift,
-            f"the committed nono profiles ({', '.join(f'{r}.json' for r in ROLES)}) are exactly "
-            "what the profile generator renders",
-            detail=f"differs: {', '.join(path.name for path in drift)}",
+            detail=f"differs: {', '.join(path.name for path in drift)}"
+            if drift
+            else f"in {layer.committed_dir}",
         )
         for role in ROLES:
             found = self._mismatch(role, layer.live_profile(role))
             checks.require(
+                c.LIVE(role=role),
                 not found,
-                f"the {role} runs under the committed {role}.json with only this run's values "
-                f"filled in ({layer.profile_path(role)})",
-                detail=f"differs at {', '.join(found)}",
+                detail=f"{layer.profile_path(role)}"
+                + (f" differs at {', '.join(found)}" if found else ""),
             )
         altered = layer.live_profile("reader")
         altered["filesystem"]["read"].append(str(self.run.supplier.key_file))
         found = self._mismatch("reader", altered)
         checks.require(
+            c.COMPARISON_CONTROL,
             found == ["filesystem.read"],
-            "control: the same comparison reports a copy of the reader's profile with the "
-            "supplier key file added to its read list as different, at filesystem.read",
             detail=f"the comparison reported {found or 'no difference'}",
         )
 
@@ -103,36 +114,40 @@ class NonoChecks(LayerChecks):
 
     def _environment(self) -> None:
         checks, layer = self.checks, self.layer
-        checks.begin("environment")
+        checks.begin(c.ENVIRONMENT_SECTION)
         names: dict[Role, list[str]] = {}
         # Each role's first start, all at once (each starts its own proxy, if it has one).
         started = run_together([partial(layer.run_tool, role, "env-names") for role in ROLES])
         for role, outcome in zip(ROLES, started, strict=True):
             names[role] = list(
-                checks.holds(
-                    f"the {role} starts under its profile and runs the staged worker",
-                    outcome.result,
-                    refusals=(ToolRunError,),
-                ).data["names"]
+                checks.holds(c.STARTS(role=role), outcome.result, refusals=(ToolRunError,)).data[
+                    "names"
+                ]
             )
             kept = intended_variables(role)
             added = layer.proxies.variable_names(role)
             expected = sorted(set(kept) | set(added))
             extra = sorted(set(names[role]) - set(expected))
             missing = sorted(set(expected) - set(names[role]))
-            claim = f"the {role}'s environment is exactly what its profile keeps: {', '.join(kept)}"
-            if added:
-                claim += f"; plus what its proxy sets: {', '.join(added)}"
             checks.require(
-                not extra and not missing, claim, detail=f"extra {extra}, missing {missing}"
+                c.ENVIRONMENT(
+                    role=role,
+                    kept=", ".join(kept),
+                    proxy="; plus what its proxy sets" if added else "",
+                ),
+                not extra and not missing,
+                detail=f"extra {extra}, missing {missing}"
+                if extra or missing
+                else ", ".join(sorted(set(added) - set(kept)))
+                if added
+                else "nothing else",
             )
-        reader = names["reader"]
-        self.common.no_credential_variables("reader", reader)
+        self.common.no_credential_variables(names["reader"])
 
     # --- files --------------------------------------------------------------------------------
 
     def _files(self) -> None:
-        self.checks.begin("files")
+        self.checks.begin(c.FILES)
         self.common.read_only_file_checks()
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
@@ -141,8 +156,8 @@ class NonoChecks(LayerChecks):
 
     def _credentials(self) -> None:
         checks, layer = self.checks, self.layer
-        checks.begin("credentials")
-        online: tuple[Role, ...] = ("reader", "writer")
+        checks.begin(c.CREDENTIALS)
+        online: tuple[Role, ...] = c.ONLINE_ROLES
         real = self.run.supplier.key_file.read_bytes().strip()
         # The roles' digests and the controller's (PBKDF2 lets other threads run) at once.
         calls: dict[str, Callable[[], Any]] = {
@@ -160,29 +175,30 @@ class NonoChecks(LayerChecks):
         for role in online:
             measured = got[role].result().data
             checks.require(
+                c.HOLDS_CREDENTIAL(role=role),
                 measured.get("present") is True and measured.get("non_empty") is True,
-                f"the {role} holds a supplier credential: SUPPLIER_API_KEY is set and not empty",
                 detail=f"present {measured.get('present')}, non-empty {measured.get('non_empty')}",
             )
             digest = str(measured["digest"])
             issued = str(got[f"{role} issued"].result())
             checks.require(
+                c.PLACEHOLDER(role=role),
                 digest == issued and digest != real_digest,
-                f"the {role}'s credential is the placeholder its own proxy issued, not the real "
-                "supplier key (PBKDF2-HMAC-SHA256 under a per-run key, compared in memory, "
-                "nothing kept)",
                 detail=(
                     "it is the real supplier key"
                     if digest == real_digest
                     else "it is not the placeholder the proxy issued"
+                    if digest != issued
+                    else "its digest is the issued placeholder's, not the real key's"
                 ),
             )
             seen[role] = digest
         checks.require(
+            c.DISTINCT_PLACEHOLDERS,
             seen["reader"] != seen["writer"],
-            "the reader and the writer hold different placeholders: each online role has its "
-            "own proxy",
-            detail="both roles hold the same placeholder",
+            detail="both roles hold the same placeholder"
+            if seen["reader"] == seen["writer"]
+            else "their digests differ",
         )
         seen.clear()
         calls.clear()
@@ -201,25 +217,29 @@ class NonoChecks(LayerChecks):
         }
 
     def _connect_with_control(
-        self, role: Role, host: str, port: int, what: str, control: ToolResult, confined: ToolResult
+        self,
+        target: str,
+        host: str,
+        port: int,
+        what: str,
+        control: ToolResult,
+        confined: ToolResult,
     ) -> None:
         checks, uid = self.checks, self.run.tool.uid
         checks.require(
+            c.CONNECT_CONTROL(target=target, uid=uid, what=what),
             control.ok,
-            f"control: an unconfined process at the tool's uid {uid} connects to {what} at "
-            f"{host}:{port}",
-            detail=f"the connect {control.observed}",
+            detail=f"{host}:{port}: the connect {control.observed}",
         )
         checks.require(
+            c.CONNECT_REFUSED(target=target, what=what),
             confined.refused_with(Errno.EACCES),
-            f"the {role} cannot connect to {what} at {host}:{port} directly: Landlock answers "
-            f"{Errno.EACCES}",
-            detail=f"observed {confined.observed}",
+            detail=f"{host}:{port}: observed {confined.observed}",
         )
 
     def _network(self) -> None:
         checks, layer, run = self.checks, self.layer, self.run
-        checks.begin("network")
+        checks.begin(c.NETWORK)
         host, port = run.aws_endpoint
         supplier = (run.supplier.address, run.supplier.port)
         # Every call at once: each connects (or is refused) on its own, and sends nothing.
@@ -231,7 +251,7 @@ class NonoChecks(LayerChecks):
         }
         got = run_named(calls)
         self._connect_with_control(
-            "reader",
+            "aws",
             host,
             port,
             "the controller's AWS endpoint",
@@ -239,21 +259,13 @@ class NonoChecks(LayerChecks):
             got["aws"].result(),
         )
         online = got["online"].result()
-        checks.require(
-            online.ok,
-            "control: the online reader creates an Internet socket: socket(AF_INET, "
-            "SOCK_STREAM), no connect",
-            detail=f"socket() {online.observed}",
-        )
+        checks.require(c.SOCKET_CONTROL, online.ok, detail=f"socket() {online.observed}")
         offline = got["offline"].result()
         checks.require(
-            offline.refused_with(Errno.EPERM),
-            "the offline evaluator cannot create an Internet socket: the same socket() call "
-            f"fails with {Errno.EPERM}",
-            detail=f"observed {offline.observed}",
+            c.NO_SOCKET, offline.refused_with(Errno.EPERM), detail=f"observed {offline.observed}"
         )
         self._connect_with_control(
-            "reader",
+            "supplier",
             *supplier,
             "the supplier API",
             got["supplier control"].result(),

@@ -20,10 +20,12 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from app.core.calls import CallRecord, SupplierReply
+from app.core.catalogue import Claim
 from app.core.ids import other_case_id
 from app.core.results import ToolResult
 from app.core.roles import Role
 from app.core.run import Run
+from app.tools.nono import catalogue as c
 from app.tools.nono.proxy import AuditEvent, forwarded
 from app.tools.nono.runner import NonoRunner
 from app.tools.together import run_in_turn, run_together
@@ -46,13 +48,15 @@ class Sent:
         return self.status if result is None or result.ok else result.errno
 
 
-# The writer's refused operations, each accepted upstream from the controller: method, path
-# (given the case id and the first supplier) and the supplier's status.
-def _refused_operations(case_id: str, supplier_id: str) -> list[tuple[str, str, int]]:
+# The writer's refused operations, each accepted upstream from the controller: its request
+# name in the catalogue, method, path (given the case id and the first supplier) and the
+# supplier's status.
+def _refused_operations(case_id: str, supplier_id: str) -> list[tuple[str, str, str, int]]:
+    patch, order, other = c.REFUSED_OPERATIONS
     return [
-        ("PATCH", f"/suppliers/{supplier_id}", 200),
-        ("POST", "/purchase-orders", 201),
-        ("GET", f"/cases/{other_case_id(case_id)}/suppliers", 200),
+        (patch, "PATCH", f"/suppliers/{supplier_id}", 200),
+        (order, "POST", "/purchase-orders", 201),
+        (other, "GET", f"/cases/{other_case_id(case_id)}/suppliers", 200),
     ]
 
 
@@ -125,16 +129,8 @@ class EndpointChecks:
 
     # --- the lines ----------------------------------------------------------------------------
 
-    def _expect_status(
-        self, role: Role, method: str, path: str, sent: Sent, status: int, via: str = ""
-    ) -> None:
-        via = via or "through its proxy"
-        self.checks.expect_equal(
-            sent.observed, status, f"{role}: {method} {path} {via} returns {status}"
-        )
-
-    def _expect_audit(
-        self, role: Role, method: str, path: str, events: list[AuditEvent], allowed: int | None
+    def _audit(
+        self, claim: Claim, method: str, path: str, events: list[AuditEvent], allowed: int | None
     ) -> None:
         """The audit record for this one request: allowed with the supplier's status, or denied
         by the endpoint policy and never forwarded."""
@@ -146,10 +142,6 @@ class EndpointChecks:
                 and all(e.decision == "allow" for e in mine)
                 and any(e.status == allowed for e in mine)
             )
-            claim = (
-                f"nono's audit records the {role}'s {method} {path}: allow, forwarded, supplier "
-                f"status {allowed}"
-            )
         else:
             held = (
                 bool(mine)
@@ -158,24 +150,33 @@ class EndpointChecks:
                     e.decision == "deny" and e.denial_category == "endpoint_policy" for e in mine
                 )
             )
-            claim = (
-                f"nono's audit records the {role}'s {method} {path}: deny by the endpoint policy, "
-                "not forwarded"
-            )
-        self.checks.require(held, claim, detail=f"records {summary}")
+        self.checks.require(claim, held, detail=f"records {summary}")
 
     def _role_lines(
-        self, role: Role, method: str, path: str, outcome: Future[Sent], allowed: int | None
+        self,
+        request: str,
+        role: Role,
+        method: str,
+        path: str,
+        outcome: Future[Sent],
+        allowed: int | None,
     ) -> None:
         """The status and audit lines of one role request: ``allowed`` is the supplier's status
         for an allowed request, None for one the proxy must refuse with 403."""
         sent = self._kept(outcome)
-        self._expect_status(role, method, path, sent, 403 if allowed is None else allowed)
-        self._expect_audit(role, method, path, sent.events, allowed)
+        status = 403 if allowed is None else allowed
+        said = dict(request=request, role=role, method=method, path=path)
+        self.checks.expect_equal(c.STATUS(**said, status=status), sent.observed, status)
+        verdict = (
+            f"allow, forwarded, supplier status {allowed}"
+            if allowed is not None
+            else "deny by the endpoint policy, not forwarded"
+        )
+        self._audit(c.AUDIT(**said, verdict=verdict), method, path, sent.events, allowed)
 
     def check(self) -> None:
         checks, run, layer = self.checks, self.run, self.layer
-        checks.begin("supplier proxy")
+        checks.begin(c.SUPPLIER_PROXY)
         read = f"/cases/{self.case_id}/suppliers"
         draft = f"/cases/{self.case_id}/recommendations"
         refused = _refused_operations(self.case_id, run.case.suppliers[0].id)
@@ -183,7 +184,7 @@ class EndpointChecks:
         alias_control = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
         controls = [
             run.supplier_client.request(method, path, body=b"{}" if method != "GET" else None)
-            for method, path, _ in refused
+            for _, method, path, _ in refused
         ]
         # The request ids, in the order the lines name the requests.
         order: list[tuple[str, Role]] = [
@@ -206,7 +207,7 @@ class EndpointChecks:
             partial(self._role_request, "writer", "GET", read, ids["writer read"]),
             *(
                 partial(self._role_request, "writer", method, path, ids[f"refused {i}"])
-                for i, (method, path, _) in enumerate(refused)
+                for i, (_, method, path, _) in enumerate(refused)
             ),
         ]
         outcomes = run_together([*reader_steps, *writer_steps])
@@ -215,55 +216,53 @@ class EndpointChecks:
         # method or path, so it is this request's only while nothing else is in flight.
         (placeholder,) = run_in_turn([partial(self._foreign_placeholder, read, placeholder_id)])
 
-        self._role_lines("reader", "GET", read, reader[0], 200)
+        self._role_lines("reader.read", "reader", "GET", read, reader[0], 200)
         alias = urlsplit(run.supplier.alias_url)
         checks.expect_equal(
-            alias_control.status,
-            200,
-            f"control: the controller reaches the same server by its second name, "
-            f"{alias.hostname}, with the real key: GET {read} returns 200",
+            c.ALIAS_CONTROL(alias=alias.hostname, path=read), alias_control.status, 200
         )
         self._tunnel_lines(
+            "alias",
             reader[1],
             "host_denied",
             "the second name for the same server",
             "host not allowed",
         )
         self._tunnel_lines(
+            "supplier",
             reader[2],
             "connect_bypasses_l7",
             "the supplier itself, where a tunnel would carry requests past its method and path "
             "rules",
             "a tunnel would bypass the endpoint rules",
         )
-        self._role_lines("writer", "GET", read, writer[0], 200)
+        self._role_lines("writer.read", "writer", "GET", read, writer[0], 200)
         self._placeholder_lines(read, placeholder)
-        self._role_lines("reader", "POST", draft, reader[3], None)
-        for (method, path, accepted), control, outcome in zip(
+        self._role_lines("reader.draft", "reader", "POST", draft, reader[3], None)
+        for (request, method, path, accepted), control, outcome in zip(
             refused, controls, writer[1:], strict=True
         ):
-            self._accepted_upstream(method, path, accepted, control)
-            self._role_lines("writer", method, path, outcome, None)
+            self._accepted_upstream(request, method, path, accepted, control)
+            self._role_lines(request, "writer", method, path, outcome, None)
 
     def _accepted_upstream(
-        self, method: str, path: str, accepted: int, control: SupplierReply
+        self, request: str, method: str, path: str, accepted: int, control: SupplierReply
     ) -> None:
         """The supplier takes it from the controller with the real key; the writer's proxy won't."""
         self.checks.expect_equal(
+            c.ACCEPTED_UPSTREAM(request=request, method=method, path=path, status=accepted),
             control.status,
             accepted,
-            f"control: the supplier API accepts {method} {path} from the controller with the "
-            f"real key, outside any profile: {accepted}",
         )
 
-    def _tunnel_lines(self, outcome: Future[Sent], category: str, what: str, reason: str) -> None:
+    def _tunnel_lines(
+        self, name: str, outcome: Future[Sent], category: str, what: str, reason: str
+    ) -> None:
         """The reader's CONNECT through its proxy: 403, and one audit record."""
         sent = self._kept(outcome)
         target, port = sent.call.path.rsplit(":", 1)
         self.checks.expect_equal(
-            sent.observed,
-            403,
-            f"reader: its proxy refuses a tunnel to {sent.call.path}, {what}: CONNECT answered 403",
+            c.TUNNEL(target=name, where=sent.call.path, what=what), sent.observed, 403
         )
         denied = [
             e
@@ -276,8 +275,8 @@ class EndpointChecks:
         ]
         records = [(e.mode, e.target, e.decision, e.denial_category) for e in sent.events]
         self.checks.require(
+            c.TUNNEL_AUDIT(target=name, where=sent.call.path, reason=reason),
             len(denied) == 1,
-            f"nono's audit records the refused tunnel to {sent.call.path}: deny, {reason}",
             detail=f"records {records}",
         )
 
@@ -291,9 +290,8 @@ class EndpointChecks:
         ]
         summary = [(e.decision, e.denial_category) for e in sent.events]
         self.checks.require(
+            c.FOREIGN_PLACEHOLDER(path=read),
             sent.status == 401 and len(rejected) == 1 and not forwarded(sent.events),
-            f"the writer's proxy refuses the reader's placeholder on GET {read} with 401 and "
-            "records deny (authentication failed): a placeholder works only at its own proxy",
             detail=f"status {sent.status}, records {summary}",
         )
 
@@ -302,7 +300,5 @@ class EndpointChecks:
         request_id = self.layer.next_request_id("writer")
         sent = self._role_request("writer", "POST", path, request_id, str(draft_path))
         self.run.supplier_client.calls.record(sent.call)
-        self._expect_status(
-            "writer", "POST", path, sent, 201, via="with its draft through its proxy"
-        )
-        self._expect_audit("writer", "POST", path, sent.events, 201)
+        self.checks.expect_equal(c.DRAFT_SUBMITTED(path=path), sent.observed, 201)
+        self._audit(c.DRAFT_AUDIT(path=path), "POST", path, sent.events, 201)

@@ -16,6 +16,7 @@ from app.core.run_tree import WORKER_COMMAND
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
+from app.tools.nono import catalogue as c
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
 from app.tools.together import run_named
@@ -38,7 +39,7 @@ class NonoProcessChecks:
         self.got: Mapping[str, Future[ToolResult]] = {}
 
     def check(self) -> None:
-        self.checks.begin("process")
+        self.checks.begin(c.PROCESS)
         self._held()
         # The rest at once: none holds a file or writes one, and the lines are decided from
         # the outcomes in their order.
@@ -95,55 +96,52 @@ class NonoProcessChecks:
     def _held(self) -> None:
         checks, tool = self.checks, self.run.tool
         reading = checks.holds(
-            "the controller looks at the reader from the host's /proc while it waits: the "
-            "reader writes its pid to its own check.txt and blocks on a FIFO in its input",
+            c.HELD,
             partial(self.layer.read_while_held, "reader"),
             refusals=(ToolRunError,),
+            detail=lambda held: f"pid {held.pid}",
         )
         status, command = reading.status, reading.command
         self.readings["reader_status_on_host"] = status
         ids = " ".join([str(tool.uid)] * 4)
         gids = " ".join([str(tool.gid)] * 4)
         checks.require(
+            c.HELD_IDENTITY(uid=tool.uid, gid=tool.gid),
             command[: len(WORKER_COMMAND)] == list(WORKER_COMMAND)
             and "hold" in command
             and status["Uid"] == ids
             and status["Gid"] == gids,
-            f"the reader, as the host's /proc shows it while it waits (pid {reading.pid}, "
-            f"{' '.join(command[:6])} …), runs as uid/gid {tool.uid}/{tool.gid}: real, "
-            "effective, saved and filesystem ids alike, never 0",
-            detail=f"Uid {status['Uid']}, Gid {status['Gid']}, command {command}",
+            detail=f"pid {reading.pid}: Uid {status['Uid']}, Gid {status['Gid']}, command "
+            f"{' '.join(command[: len(WORKER_COMMAND) + 1])} …",
         )
         held = ", ".join(f"{name} {status[name]}" for name in CAPABILITY_SETS)
         checks.require(
+            c.HELD_CAPABILITIES,
             all(status[name] == NO_CAPABILITIES for name in CAPABILITY_SETS)
             and status["NoNewPrivs"] == "1",
-            f"it holds no capability it could use ({held}), and no exec can gain one: "
-            f"NoNewPrivs is 1 (its bounding set, {status['CapBnd']}, is nono's default)",
-            detail=f"{held}, NoNewPrivs {status['NoNewPrivs']}",
+            detail=f"{held}, NoNewPrivs {status['NoNewPrivs']} (its bounding set, "
+            f"{status['CapBnd']}, is nono's default)",
         )
         inherited = inherited_filters()
         expected = inherited + NONO_FILTERS + 1
         checks.require(
+            c.HELD_SECCOMP(own=NONO_FILTERS + 1, inherited=over_inherited(inherited)),
             status["Seccomp"] == "2" and status["Seccomp_filters"] == str(expected),
-            f"it runs under {NONO_FILTERS + 1} seccomp filters of its own, nono's and the "
-            f"baseline it installed before reading its arguments{over_inherited(inherited)}: "
-            f"Seccomp mode 2, Seccomp_filters {expected}",
             detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
         )
         digest = hashlib.sha256(nono_baseline_filter().program).hexdigest()
         installed = as_mapping(reading.result.data.get("prologue", {})).get("seccomp_filter_sha256")
         checks.require(
+            c.HELD_BASELINE,
             installed == digest and FILTER_OPTION in command,
-            f"the filter it installed is the baseline this controller compiled (sha256 "
-            f"{digest[:16]}…), read from the code directory, which no role may write",
-            detail=f"installed {installed}",
+            detail=f"sha256 {digest[:16]}…"
+            if installed == digest
+            else f"installed sha256 {installed}, compiled {digest}",
         )
         control = self.layer.read_while_held("reader", baseline=False).status
         checks.require(
+            c.HELD_CONTROL(inherited=over_inherited(inherited)),
             control["Seccomp_filters"] == str(inherited + NONO_FILTERS),
-            "control: started without the baseline, the same reader holds nono's filter "
-            f"alone{over_inherited(inherited)}: Seccomp_filters {inherited + NONO_FILTERS}",
             detail=f"Seccomp_filters {control['Seccomp_filters']}",
         )
 
@@ -151,16 +149,15 @@ class NonoProcessChecks:
         control = self._outcome("userns control")
         host_control(
             self.checks,
-            "control: without the baseline, a nono tool process may create a user namespace "
-            "of its own (and in it, new namespaces with every capability): unshare"
-            "(CLONE_NEWUSER) succeeds",
+            c.USERNS_CONTROL,
             control.observed,
             "succeeded",
+            said=f"the unshare {control.observed}",
         )
         refused = self._outcome("userns")
         self.checks.require(
+            c.USERNS_REFUSED,
             refused.refused_with(Errno.EPERM),
-            f"so the baseline is what refuses the reader a nested user namespace: {Errno.EPERM}",
             detail=f"observed {refused.observed}",
         )
 
@@ -170,32 +167,16 @@ class NonoProcessChecks:
         nono_alone = self._outcome("nono alone").named_answers
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
-        host_control(
-            checks,
-            "control: under nono's rules alone (no baseline), the reader's ptrace, bpf and "
-            "keyctl reach the kernel, which answers ESRCH, EINVAL, EOPNOTSUPP; nono's own "
-            f"seccomp mode refuses io_uring_setup: {listing(expected)}",
-            nono_alone,
-            expected,
-        )
+        host_control(checks, c.BASELINE_CONTROL, nono_alone, expected, said=listing(nono_alone))
         landlock_alone = self._outcome("landlock alone").named_answers
         host_control(
             checks,
-            "control: under Landlock alone (enforcement mode landlock, no baseline), the "
-            f"evaluator's io_uring_setup reaches the kernel: {FILTER_SAMPLES['io_uring_setup']}",
+            c.LANDLOCK_ALONE_CONTROL,
             landlock_alone,
             {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
+            said=listing(landlock_alone),
         )
         baseline_alone = self._outcome("baseline alone").named_answers
-        checks.expect_equal(
-            baseline_alone,
-            {"io_uring_setup": Errno.EPERM.value},
-            "and with the baseline under Landlock alone, the baseline refuses it itself: "
-            f"io_uring_setup {Errno.EPERM}",
-        )
+        checks.expect_equal(c.LANDLOCK_ALONE, baseline_alone, {"io_uring_setup": Errno.EPERM.value})
         refused = self._outcome("refused").named_answers
-        checks.expect_equal(
-            refused,
-            dict.fromkeys(names, Errno.EPERM.value),
-            f"so under the reader's profile the baseline refuses {', '.join(names)}: {Errno.EPERM}",
-        )
+        checks.expect_equal(c.BASELINE_REFUSES, refused, dict.fromkeys(names, Errno.EPERM.value))

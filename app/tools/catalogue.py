@@ -1,0 +1,127 @@
+"""The checks both layers make, under the same ids, so that two runs compare id by id: the
+layer-neutral file and environment checks (common_checks.py) and the attacks (attack_checks.py).
+
+Each layer's catalogue places these in its own sections, beside checks of its own.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from app.core.catalogue import Check, Entry, Section, each, unless
+from app.core.roles import ROLES
+from app.core.secret_names import MODEL_KEY_VARIABLES
+from app.tools.attacks import ATTACKS
+
+# --- files: what the reader was given ---------------------------------------------------------
+
+READS_CASE: Final = Check(
+    "files.reader.case",
+    "the reader reads its assigned case, the same sha256 as the controller's copy",
+)
+READS_PROPOSALS: Final = Check(
+    "files.reader.proposals",
+    "the reader reads its assigned proposals, each the bytes whose sha256 the case entry names",
+)
+INPUT_WRITE_CONTROL: Final = Check(
+    "files.input-write.control",
+    "control: an unconfined process at the tool's uid {uid} opens the reader's input case.json "
+    "for writing, and the file is left unchanged",
+)
+INPUT_WRITE: Final = Check(
+    "files.input-write.reader",
+    "the reader cannot open its input case.json for writing: {reason}: {errno}",
+)
+HIDDEN_CONTROL: Final = Check(
+    "files.{target}.control",
+    "control: an unconfined process at the tool's uid {uid} opens {label}",
+)
+HIDDEN: Final = Check("files.{target}.{role}", "the {role} cannot open {label}: {reason}: {errno}")
+# What the hidden-file checks open, and which roles are refused each.
+HIDDEN_TARGETS: Final = (
+    ("writer-private", ("reader",)),
+    ("supplier-key", ("reader",)),
+    ("aws-credential", ROLES),
+)
+
+# --- files: what the writer may do, and every role in its own directories --------------------
+
+WRITER_WRITES: Final = Check(
+    "files.writer.write",
+    "the writer writes its own output file, and the controller reads the same bytes back",
+)
+DIRECTORIES_CONTROL: Final = Check(
+    "files.directories.control",
+    "control: an unconfined process at the tool's uid {uid} reads every role's input, opens "
+    "every role's output files for writing and creates a file in every role's output directory",
+)
+OWN_DIRECTORIES: Final = Check(
+    "files.{role}.own",
+    "the {role} reads its own input and opens each of its output files ({names}) for writing",
+)
+NO_NEW_FILE: Final = Check(
+    "files.{role}.no-new-file",
+    "the {role} cannot create a file of its own in its output directory: {reason}: {errno}",
+)
+OTHER_DIRECTORIES: Final = Check(
+    "files.{role}.others",
+    "the {role} cannot read the {others} input, nor open their output files: {errno}",
+)
+
+
+def hidden_files() -> tuple[Entry, ...]:
+    """The hidden-file checks in order: each target's control, then each refused role."""
+    return tuple(
+        each("target", (target,), HIDDEN_CONTROL, each("role", roles, HIDDEN))
+        for target, roles in HIDDEN_TARGETS
+    )
+
+
+def directories() -> tuple[Entry, ...]:
+    return (
+        DIRECTORIES_CONTROL,
+        each("role", ROLES, OWN_DIRECTORIES, NO_NEW_FILE, OTHER_DIRECTORIES),
+    )
+
+
+# --- environment --------------------------------------------------------------------------
+
+NO_CREDENTIAL_VARIABLES: Final = Check(
+    "environment.reader.no-credentials",
+    f"so the reader holds no AWS_ variable and none of {', '.join(MODEL_KEY_VARIABLES)}",
+)
+
+# --- attacks: every path out, each beside the unconfined control --------------------------
+
+ATTACK_CONTROL: Final = Check(
+    "attacks.{attack}.control",
+    "control: unconfined at the tool's uid {uid}, the same calls get the kernel's own answers",
+)
+ATTACK: Final = Check("attacks.{attack}", "no role can {claim}: {why}")
+# A probe the control could not make here: only the IPv6 loopback may be missing.
+ATTACK_NOT_TRIED: Final = Check("attacks.{attack}.{probe}", "no role can {claim} ({probe})")
+IPV6_PROBES: Final = frozenset({"tcp6"})
+
+
+def attacks() -> tuple[Entry, ...]:
+    """Each attack's control line, the probes a host without IPv6 cannot try, its check line."""
+    return tuple(
+        each(
+            "attack",
+            (attack.key,),
+            ATTACK_CONTROL,
+            unless(
+                "ipv6",
+                each(
+                    "probe",
+                    tuple(p for p in attack.probes if p in IPV6_PROBES),
+                    ATTACK_NOT_TRIED,
+                ),
+            ),
+            ATTACK,
+        )
+        for attack in ATTACKS
+    )
+
+
+ATTACKS_SECTION: Final = Section("attacks", *attacks())
