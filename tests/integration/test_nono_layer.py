@@ -184,7 +184,7 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     layer.run_tool("writer", "write-file", draft, "Draft recommendation: award to northstar.\n")
     suite.submit_draft(Path(draft))
 
-    lines = bench.stream.getvalue().splitlines()
+    lines = [line for line in bench.stream.getvalue().splitlines() if not line.startswith("== ")]
     assert lines and all(line.startswith("PASS ") for line in lines)
     result = correlate(client.calls.as_json(), client.read_log(), run.run_id)
     assert result.problems == [] and result.had_accepted_draft and result.refused_calls >= 6
