@@ -47,7 +47,11 @@ def _documented_config_commands() -> list[str]:
         for line in block.splitlines()
         if re.match(r"\s*pulumi config (set|rm)\b", line)
     ]
-    inline = re.findall(r"(?<!`)`(pulumi config (?:set|rm) [^`]+)`", text)
+    # Inline, a whole command only: prose may name `pulumi config set runtimeTarget` as what
+    # sets a key, without a value.
+    inline = re.findall(
+        r"(?<!`)`(pulumi config (?:set (?:--path )?[^`\s]+ [^`\s][^`]*|rm [^`\s]+))`", text
+    )
     return lines + inline
 
 
