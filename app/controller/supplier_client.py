@@ -242,8 +242,8 @@ class SupplierClient:
         return rebuilt
 
     def read_log(self) -> list[dict[str, Any]]:
-        """The supplier API's own request log over HTTPS: an admin read, neither logged by the
-        server nor recorded as a call."""
+        """The supplier API's own request log over HTTPS: an admin read, logged by the server
+        like any request but with no request id of the run's, and not recorded as a call."""
         status, data = self._send(
             "GET",
             "/_log",

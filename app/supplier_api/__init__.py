@@ -1,1 +1,1 @@
-"""The synthetic supplier API: HTTPS only, one key, an append-only request log."""
+"""The synthetic supplier API: HTTPS only, one key, a bounded request log of every request."""

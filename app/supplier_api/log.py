@@ -1,17 +1,84 @@
-"""The append-only request log: one JSON line per request, flushed as it is written."""
+"""The request log: one JSON line for every request that reaches the server, bounded by design.
+
+Bounded three ways. Each field is capped (a method, a path, a version, a request id), and a
+value that was cut says so in the entry's ``cut`` object with the length it had. Each file is
+rotated when it passes MAX_FILE_BYTES (the previous one kept as ``.1``), so the log never holds
+more than two files' worth. And the traffic the controller correlates cannot be pushed out by
+anyone else's: a request goes to the attributed log when it carried the key, or carries the
+request id prefix of a run that has sent the key; every other request (no key, a garbage
+request line, a refused framing) goes to the other log, rotated on its own. GET /_log serves
+the attributed log, so correlation works for the current run however much noise the server
+has taken from clients without the key.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import threading
+from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-# A request id is the caller's correlation handle, not free text: bounded so a hostile header
-# cannot bloat the log, and kept as a string so the log stays one JSON object per line.
-MAX_REQUEST_ID_CHARS = 200
+MAX_FIELD_CHARS: Final = {"method": 32, "path": 256, "version": 16, "request_id": 128}
+# Two files of each log, at most: 4 MiB served by GET /_log, under the controller's 8 MiB read.
+MAX_FILE_BYTES: Final = 2 * 1024 * 1024
+# The runs whose prefix attributes a request without the key (the 401 controls): key holders
+# alone add to it, the oldest goes first.
+MAX_KNOWN_RUNS: Final = 1024
+
+
+@dataclass(frozen=True)
+class Logged:
+    """What a request said about itself, before any cap; text decoded one byte per character."""
+
+    method: str
+    path: str
+    version: str
+    status: int
+    request_id: str | None
+    authenticated: bool
+
+
+def _run_prefix(request_id: str) -> str:
+    """A run's request ids are ``<run id>-<n>``: the part before the last hyphen."""
+    return request_id.rpartition("-")[0] or request_id
+
+
+class _Rotating:
+    """One append-only JSON-lines file, moved to ``.1`` when it passes MAX_FILE_BYTES."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.previous = path.with_name(path.name + ".1")
+        self._file = self._open()
+
+    def _open(self) -> Any:
+        # O_APPEND: every write lands at the end, whoever else has the file open.
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        return os.fdopen(fd, "a", encoding="ascii")
+
+    def write(self, line: str) -> None:
+        self._file.write(line + "\n")
+        self._file.flush()
+        if self._file.tell() > MAX_FILE_BYTES:
+            self._file.close()
+            os.replace(self.path, self.previous)
+            self._file = self._open()
+
+    def lines(self) -> list[str]:
+        found: list[str] = []
+        for path in (self.previous, self.path):
+            try:
+                found += path.read_text(encoding="ascii").splitlines()
+            except FileNotFoundError:
+                continue
+        return found
+
+    def close(self) -> None:
+        self._file.close()
 
 
 class RequestLog:
@@ -19,29 +86,49 @@ class RequestLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self.other_path = path.with_name(f"{path.stem}.other{path.suffix}")
         self._lock = threading.Lock()
-        # O_APPEND: every write lands at the end, whoever else has the file open.
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        self._file = os.fdopen(fd, "a", encoding="utf-8")
+        self._attributed = _Rotating(path)
+        self._other = _Rotating(self.other_path)
+        self._known: OrderedDict[str, None] = OrderedDict()
 
-    def append(self, method: str, path: str, status: int, request_id: str | None) -> None:
-        entry = {
-            "time": datetime.now(UTC).isoformat(timespec="milliseconds"),
-            "method": method,
-            "path": path,
-            "status": status,
-            "request_id": request_id[:MAX_REQUEST_ID_CHARS] if request_id is not None else None,
+    def append(self, request: Logged) -> None:
+        entry: dict[str, Any] = {"time": datetime.now(UTC).isoformat(timespec="milliseconds")}
+        cut: dict[str, int] = {}
+        fields = {
+            "method": request.method,
+            "path": request.path,
+            "version": request.version,
+            "request_id": request.request_id,
         }
+        for name, value in fields.items():
+            limit = MAX_FIELD_CHARS[name]
+            if value is not None and len(value) > limit:
+                cut[name] = len(value)
+                value = value[:limit]
+            entry[name] = value
+        entry["status"] = request.status
+        if cut:
+            entry["cut"] = cut
         line = json.dumps(entry, separators=(",", ":"), ensure_ascii=True)
+        request_id = entry["request_id"]
         with self._lock:
-            self._file.write(line + "\n")
-            self._file.flush()
+            prefix = _run_prefix(request_id) if request_id else None
+            if request.authenticated and prefix is not None:
+                self._known[prefix] = None
+                self._known.move_to_end(prefix)
+                while len(self._known) > MAX_KNOWN_RUNS:
+                    self._known.popitem(last=False)
+            attributed = request.authenticated or (prefix is not None and prefix in self._known)
+            (self._attributed if attributed else self._other).write(line)
 
     def entries(self) -> list[dict[str, Any]]:
-        """Reads the file back, so what is served is what is on disk."""
-        with self._lock, self.path.open(encoding="utf-8") as handle:
-            return [json.loads(line) for line in handle if line.strip()]
+        """The attributed log read back from disk, so what is served is what is on disk."""
+        with self._lock:
+            lines = self._attributed.lines()
+        return [json.loads(line) for line in lines if line.strip()]
 
     def close(self) -> None:
         with self._lock:
-            self._file.close()
+            self._attributed.close()
+            self._other.close()

@@ -1,36 +1,77 @@
-"""The HTTPS server: key check, the five operations, and one log line per request."""
+"""The HTTPS server: strict HTTP/1.1 framing, the key check, the five operations, and one log
+entry for every request that reaches it.
+
+NOTE: framing is h11's (python-hyper's HTTP/1.1 state machine, pure Python, no I/O of its
+own), not the standard library's http.server, and not parsing written here. http.server takes
+the first of two Content-Length headers, leaves the body of a request it refuses in the stream
+to be read as the next request, and answers what it cannot parse (a garbage request line, an
+unknown method, a long URI or header) before any code of ours runs, so those requests were in
+no log. h11 implements RFC 9112's grammar and framing: the request line and field syntax
+(whitespace before a colon, obs-fold, bad characters refused), Content-Length as digits only,
+conflicting lengths refused, chunked coding, HTTP/1.0's and Connection: close's end of the
+connection, and no next request before this one's body is through. The server owns the socket
+loop around it, so each request, parsed or refused, is logged exactly once. What RFC 9112
+leaves to the server, it decides here, stricter than h11: two Content-Length headers even when
+equal, or one beside Transfer-Encoding, are refused (400) and the connection closed; the
+request line, the header count and the head's size are bounded; only HTTP/1.0 and 1.1 are
+spoken.
+"""
 
 from __future__ import annotations
 
 import hmac
 import json
+import os
 import secrets
 import socket
+import socketserver
 import ssl
+import stat
 from collections.abc import Callable
+from dataclasses import dataclass
 from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import urlsplit
+
+import h11
 
 from app.supplier_api.catalog import SeededCase
 from app.supplier_api.drafts import DraftStore
-from app.supplier_api.log import RequestLog
+from app.supplier_api.log import Logged, RequestLog
 from app.supplier_api.routes import match
 
-MAX_BODY_BYTES = 64 * 1024
+MAX_BODY_BYTES: Final = 64 * 1024
 # A body over the limit but at most this large is read and dropped before the 413 goes out.
-MAX_DRAINED_BYTES = 1024 * 1024
+MAX_DRAINED_BYTES: Final = 1024 * 1024
+# The head (request line and fields) and the request target, and how many fields it may have.
+MAX_HEAD_BYTES: Final = 16 * 1024
+MAX_TARGET_BYTES: Final = 4 * 1024
+MAX_HEADERS: Final = 64
 # A client that stalls mid-handshake or mid-request holds one thread for at most this long.
-SOCKET_TIMEOUT_SECONDS = 10
-REQUEST_ID_HEADER = "X-Analyst-Request-ID"
-KEY_HEADER = "X-Api-Key"
+SOCKET_TIMEOUT_SECONDS: Final = 10
+RECEIVE_BYTES: Final = 64 * 1024
+REQUEST_ID_HEADER: Final = "X-Analyst-Request-ID"
+KEY_HEADER: Final = "X-Api-Key"
+# The methods it implements; any other is 501, and logged like the rest.
+METHODS: Final = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+MAX_KEY_BYTES: Final = 4096
 
 
 def read_key_file(path: Path) -> bytes:
-    """The key's bytes without a trailing newline, which Secret files and editors often add."""
-    key = path.read_bytes().strip()
+    """The key's bytes without a trailing newline, which Secret files and editors often add:
+    a regular file (links followed) of at most MAX_KEY_BYTES; /dev/zero or a FIFO is refused
+    before a byte is read."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"the key file {path} is not a regular file")
+        data = os.read(fd, MAX_KEY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_KEY_BYTES:
+        raise ValueError(f"the key file {path} is over {MAX_KEY_BYTES} bytes")
+    key = data.strip()
     if not key:
         raise ValueError(f"the key file {path} is empty; write the supplier API key into it")
     return key
@@ -43,7 +84,7 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
     return context
 
 
-class SupplierServer(ThreadingHTTPServer):
+class SupplierServer(socketserver.ThreadingTCPServer):
     """Accepts plain TCP and does the TLS handshake in the request's own thread.
 
     Wrapping the listening socket instead would run each handshake in the accept loop, where
@@ -51,6 +92,7 @@ class SupplierServer(ThreadingHTTPServer):
     """
 
     daemon_threads = True
+    allow_reuse_address = True
 
     def __init__(
         self,
@@ -66,7 +108,9 @@ class SupplierServer(ThreadingHTTPServer):
         self.catalog = catalog
         self.log = log
         self.drafts = DraftStore()
-        super().__init__(address, SupplierHandler)
+        if ":" in address[0]:
+            self.address_family = socket.AF_INET6
+        super().__init__(address, socketserver.BaseRequestHandler)
 
     def finish_request(self, request: Any, client_address: Any) -> None:
         request.settimeout(SOCKET_TIMEOUT_SECONDS)
@@ -80,7 +124,9 @@ class SupplierServer(ThreadingHTTPServer):
             request.close()
             return
         try:
-            SupplierHandler(tls_socket, client_address, self)
+            _Connection(tls_socket, self).serve()
+        except OSError:
+            pass  # the client went away mid-answer: what it was sent is logged already
         finally:
             tls_socket.close()
 
@@ -90,121 +136,203 @@ class SupplierServer(ThreadingHTTPServer):
         return
 
 
-class SupplierHandler(BaseHTTPRequestHandler):
-    server: SupplierServer
-    protocol_version = "HTTP/1.1"
-    server_version = "synthetic-supplier-api"
-    sys_version = ""
+@dataclass(frozen=True)
+class _Request:
+    method: str
+    target: str
+    version: str
+    headers: list[tuple[bytes, bytes]]
 
-    def log_message(self, format: str, *args: Any) -> None:
-        # The request log is the one record; the default stderr line would be a second one.
-        return
+    def header(self, name: str) -> list[str]:
+        lowered = name.lower().encode("ascii")
+        return [value.decode("latin-1") for key, value in self.headers if key == lowered]
 
-    def do_GET(self) -> None:
-        self._dispatch()
+    @property
+    def path(self) -> str:
+        return urlsplit(self.target).path if self.target.startswith("/") else self.target
 
-    def do_POST(self) -> None:
-        self._dispatch()
 
-    def do_PATCH(self) -> None:
-        self._dispatch()
+class _Refused(Exception):
+    """The request cannot be served as framed: answered with ``status``, then the connection
+    closes (what follows on it could be the refused request's own body)."""
 
-    def do_PUT(self) -> None:
-        self._dispatch()
+    def __init__(self, status: int, request: _Request | None = None) -> None:
+        super().__init__(status)
+        self.status = status
+        self.request = request
 
-    def do_DELETE(self) -> None:
-        self._dispatch()
 
-    # HEAD and OPTIONS are answered (405/404) and logged like any other request, so no probe
-    # of the server escapes its log.
-    def do_HEAD(self) -> None:
-        self._dispatch()
+class _Closed(Exception):
+    """The client closed or stalled before a request was complete."""
 
-    def do_OPTIONS(self) -> None:
-        self._dispatch()
 
-    def _key_ok(self) -> bool:
-        offered = self.headers.get(KEY_HEADER)
-        if offered is None:
-            return False
+class _Connection:
+    """One client's connection: its requests in turn, each in a fresh h11 cycle fed with what
+    the last one left (a pipelined request is read only once the one before it is through)."""
+
+    def __init__(self, sock: ssl.SSLSocket, server: SupplierServer) -> None:
+        self.sock = sock
+        self.server = server
+
+    def serve(self) -> None:
+        pending = b""
+        while True:
+            leftover = self._exchange(pending)
+            if leftover is None:
+                return
+            pending = leftover
+
+    def _receive(self) -> bytes:
         try:
-            offered_bytes = offered.encode("latin-1")
-        except UnicodeEncodeError:
+            return self.sock.recv(RECEIVE_BYTES)
+        except (TimeoutError, OSError):
+            return b""
+
+    def _exchange(self, pending: bytes) -> bytes | None:
+        """One request and its answer; what the connection holds after it, or None to close."""
+        conn = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        received = bytearray(pending)
+        if pending:  # NOTE: h11 reads empty data as the peer's end of the connection
+            conn.receive_data(pending)
+        request = None
+        try:
+            request = self._head(conn, received)
+            if request is None:
+                return None
+            body = self._body(conn, request)
+        except _Refused as refused:
+            if refused.request is None and not received.strip():
+                return None  # blank lines between requests, then nothing: no request came
+            request = refused.request or _raw_request(received)
+            self._answer(conn, request, refused.status, {"error": _phrase(refused.status)}, False)
+            return None
+        except _Closed:
+            if received.strip():
+                # Part of a request reached the server: it is logged, though nobody hears back.
+                logged = request or _raw_request(received)
+                self._log(logged, HTTPStatus.BAD_REQUEST, authenticated=False)
+            return None
+        authenticated = self._key_ok(request)
+        status, payload = self._handle(request, body, authenticated)
+        close = conn.their_state is not h11.DONE
+        self._answer(conn, request, status, payload, authenticated, close=close)
+        if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
+            return bytes(conn.trailing_data[0])
+        return None
+
+    def _next(self, conn: h11.Connection, received: bytearray | None = None) -> Any:
+        """h11's next event, receiving as it needs; a refusal when the framing is bad."""
+        while True:
+            try:
+                event = conn.next_event()
+            except h11.RemoteProtocolError as error:
+                raise _Refused(_refusal_status(error, received)) from None
+            if event is not h11.NEED_DATA:
+                return event
+            data = self._receive()
+            if not data:
+                raise _Closed
+            if received is not None:
+                received += data
+            conn.receive_data(data)
+
+    def _head(self, conn: h11.Connection, received: bytearray) -> _Request | None:
+        event = self._next(conn, received)
+        if isinstance(event, h11.ConnectionClosed):
+            if received.strip():
+                raise _Closed
+            return None
+        assert isinstance(event, h11.Request)
+        head = bytes(received[: len(received) - len(conn.trailing_data[0])])
+        request = _Request(
+            event.method.decode("latin-1"),
+            event.target.decode("latin-1"),
+            f"HTTP/{event.http_version.decode('latin-1')}",
+            list(event.headers),
+        )
+        if event.http_version not in (b"1.0", b"1.1"):
+            raise _Refused(HTTPStatus.HTTP_VERSION_NOT_SUPPORTED, request)
+        if len(event.target) > MAX_TARGET_BYTES:
+            raise _Refused(HTTPStatus.REQUEST_URI_TOO_LONG, request)
+        names = [line.split(b":", 1)[0].strip().lower() for line in head.splitlines()[1:]]
+        names = [name for name in names if name]
+        if len(names) > MAX_HEADERS:
+            raise _Refused(HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE, request)
+        lengths = names.count(b"content-length")
+        if lengths > 1 or (lengths and b"transfer-encoding" in names):
+            raise _Refused(HTTPStatus.BAD_REQUEST, request)
+        if request.method not in METHODS:
+            raise _Refused(HTTPStatus.NOT_IMPLEMENTED, request)
+        return request
+
+    def _body(self, conn: h11.Connection, request: _Request) -> bytes:
+        """The body, whole: one Content-Length or chunked, at most MAX_BODY_BYTES; a larger
+        one is read and dropped up to MAX_DRAINED_BYTES (a client that sends its whole body
+        before it reads must see the 413), and beyond that refused unread."""
+        declared = request.header("Content-Length")
+        if declared and int(declared[0]) > MAX_DRAINED_BYTES:
+            raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, request)
+        if conn.they_are_waiting_for_100_continue:
+            self.sock.sendall(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+        chunks, size = [], 0
+        while True:
+            event = self._next(conn)
+            if isinstance(event, h11.EndOfMessage):
+                break
+            if isinstance(event, h11.ConnectionClosed):
+                raise _Closed
+            assert isinstance(event, h11.Data)
+            size += len(event.data)
+            if size > MAX_DRAINED_BYTES:
+                raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, request)
+            if size <= MAX_BODY_BYTES:
+                chunks.append(bytes(event.data))
+        if size > MAX_BODY_BYTES:
+            raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, request)
+        return b"".join(chunks)
+
+    def _key_ok(self, request: _Request) -> bool:
+        offered = request.header(KEY_HEADER)
+        if len(offered) != 1:
             return False
-        return hmac.compare_digest(offered_bytes, self.server.key)
+        return hmac.compare_digest(offered[0].encode("latin-1"), self.server.key)
 
-    def _dispatch(self) -> None:
-        path = urlsplit(self.path).path
-        request_id = self.headers.get(REQUEST_ID_HEADER)
-        status, payload = self._handle(path)
-        if not (path == "/_log" and status == HTTPStatus.OK):
-            # The controller's read of the log is an admin read, not traffic to correlate.
-            self.server.log.append(self.command, path, status, request_id)
-        self._reply(status, payload)
-
-    def _handle(self, path: str) -> tuple[int, dict[str, Any]]:
-        if not self._key_ok():
+    def _handle(
+        self, request: _Request, body: bytes, authenticated: bool
+    ) -> tuple[int, dict[str, Any]]:
+        if not authenticated:
             return HTTPStatus.UNAUTHORIZED, {"error": f"missing or invalid {KEY_HEADER}"}
-        body = self._read_body()
-        if body is None:
-            return HTTPStatus.REQUEST_ENTITY_TOO_LARGE, {
-                "error": f"request body over {MAX_BODY_BYTES} bytes or not length-delimited"
-            }
-        found = match(self.command, path)
+        found = match(request.method, request.path)
         if found.operation is None:
-            return found.status, {"error": HTTPStatus(found.status).phrase.lower()}
-        operations: dict[str, Callable[[str, bytes], tuple[int, dict[str, Any]]]] = {
+            return found.status, {"error": _phrase(found.status)}
+        operations: dict[str, Callable[[_Request, str, bytes], tuple[int, dict[str, Any]]]] = {
             "availability": self._op_availability,
             "submit_draft": self._op_submit_draft,
             "update_supplier": self._op_update_supplier,
             "purchase_order": self._op_purchase_order,
             "read_log": self._op_read_log,
         }
-        return operations[found.operation](found.argument or "", body)
-
-    def _read_body(self) -> bytes | None:
-        """The body, or None when it is too large or chunked (never read into memory)."""
-        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            self.close_connection = True
-            return None
-        try:
-            length = int(self.headers.get("Content-Length", "0"))
-        except ValueError:
-            length = -1
-        if length < 0 or length > MAX_BODY_BYTES:
-            # The unread body would be parsed as the next request: end the connection instead.
-            self.close_connection = True
-            if 0 < length <= MAX_DRAINED_BYTES:
-                # A client that sends its whole body before it reads (http.client, urllib) must
-                # see the 413, not a connection closed under its feet: read the rest and drop
-                # it, a bounded amount at a time, within the socket's timeout.
-                self._discard(length)
-            return None
-        return self.rfile.read(length) if length else b""
-
-    def _discard(self, length: int) -> None:
-        remaining = length
-        while remaining > 0:
-            chunk = self.rfile.read(min(remaining, 64 * 1024))
-            if not chunk:
-                return
-            remaining -= len(chunk)
+        return operations[found.operation](request, found.argument or "", body)
 
     def _case(self, case_id: str) -> SeededCase | None:
         return self.server.catalog.get(case_id)
 
-    def _op_availability(self, case_id: str, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_availability(
+        self, _request: _Request, case_id: str, _body: bytes
+    ) -> tuple[int, dict[str, Any]]:
         case = self._case(case_id)
         if case is None:
             return HTTPStatus.NOT_FOUND, {"error": f"no case {case_id} is seeded"}
         return HTTPStatus.OK, {"case_id": case.case_id, "availability": dict(case.availability)}
 
-    def _op_submit_draft(self, case_id: str, body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_submit_draft(
+        self, request: _Request, case_id: str, body: bytes
+    ) -> tuple[int, dict[str, Any]]:
         if self._case(case_id) is None:
             return HTTPStatus.NOT_FOUND, {"error": f"no case {case_id} is seeded"}
         if not body:
             return HTTPStatus.BAD_REQUEST, {"error": "the draft is empty"}
-        content_type = self.headers.get("Content-Type", "text/plain")
+        content_type = (request.header("Content-Type") or ["text/plain"])[0]
         if content_type.startswith("application/json"):
             try:
                 json.loads(body)
@@ -213,27 +341,95 @@ class SupplierHandler(BaseHTTPRequestHandler):
         draft = self.server.drafts.add(case_id, content_type, body)
         return HTTPStatus.CREATED, {"recommendation_id": draft.recommendation_id}
 
-    def _op_update_supplier(self, supplier_id: str, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_update_supplier(
+        self, _request: _Request, supplier_id: str, _body: bytes
+    ) -> tuple[int, dict[str, Any]]:
         # Synthetic: accepted and applied to nothing. It exists so a refusal elsewhere is
         # shown to be the caller's boundary and not this server's.
         return HTTPStatus.OK, {"supplier_id": supplier_id, "updated": True}
 
-    def _op_purchase_order(self, _arg: str, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_purchase_order(
+        self, _request: _Request, _arg: str, _body: bytes
+    ) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.CREATED, {"purchase_order_id": f"po-{secrets.token_hex(8)}"}
 
-    def _op_read_log(self, _arg: str, _body: bytes) -> tuple[int, dict[str, Any]]:
+    def _op_read_log(
+        self, _request: _Request, _arg: str, _body: bytes
+    ) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.OK, {"entries": self.server.log.entries()}
 
-    def _reply(self, status: int, payload: dict[str, Any]) -> None:
+    def _log(self, request: _Request, status: int, *, authenticated: bool) -> None:
+        ids = request.header(REQUEST_ID_HEADER)
+        self.server.log.append(
+            Logged(
+                request.method,
+                request.path,
+                request.version,
+                int(status),
+                ids[0] if ids else None,
+                authenticated,
+            )
+        )
+
+    def _answer(
+        self,
+        conn: h11.Connection,
+        request: _Request,
+        status: int,
+        payload: dict[str, Any],
+        authenticated: bool,
+        *,
+        close: bool = True,
+    ) -> None:
+        """Logs the request with its status, then sends the answer (when the connection can
+        still carry one)."""
+        self._log(request, status, authenticated=authenticated)
+        if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
         data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(data)
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(data))),
+            ("Server", "synthetic-supplier-api"),
+        ]
+        if close:
+            headers.append(("Connection", "close"))
+        try:
+            reply = h11.Response(
+                status_code=int(status), headers=headers, reason=HTTPStatus(status).phrase
+            )
+            out = conn.send(reply) or b""
+            if request.method != "HEAD":
+                out += conn.send(h11.Data(data=data)) or b""
+            out += conn.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:
+            return
+        self.sock.sendall(out)
+
+
+def _phrase(status: int) -> str:
+    return HTTPStatus(status).phrase.lower()
+
+
+def _refusal_status(error: h11.RemoteProtocolError, received: bytearray | None) -> int:
+    """h11's own status for what it refused; a head too long is 414 when the request line
+    alone is past its bound."""
+    status = int(error.error_status_hint)
+    too_large = status == HTTPStatus.REQUEST_HEADER_FIELDS_TOO_LARGE
+    if too_large and received is not None and b"\n" not in received[:MAX_TARGET_BYTES]:
+        return HTTPStatus.REQUEST_URI_TOO_LONG
+    return status
+
+
+def _raw_request(received: bytearray) -> _Request:
+    """What a request h11 could not parse said, from its first line: the method, the target and
+    the version as they came (capped when logged), and no fields."""
+    first = bytes(received[:MAX_HEAD_BYTES]).split(b"\n", 1)[0].rstrip(b"\r")
+    parts = first.decode("latin-1").split(" ")
+    method = parts[0] if parts else ""
+    target = parts[1] if len(parts) > 1 else ""
+    version = parts[2] if len(parts) > 2 else ""
+    return _Request(method, target, version, [])
 
 
 def bind(
@@ -246,6 +442,4 @@ def bind(
     log: RequestLog,
 ) -> SupplierServer:
     """A bound, listening server; ``server_address[1]`` is the real port when ``port`` is 0."""
-    if ":" in host:
-        SupplierServer.address_family = socket.AF_INET6
     return SupplierServer((host, port), tls=tls, key=key, catalog=catalog, log=log)

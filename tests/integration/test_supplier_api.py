@@ -145,21 +145,26 @@ def test_log_has_one_line_per_request_and_never_the_key(
     key = endpoint.key_file.read_bytes()
     before = client.read_log()
     after = client.read_log()
-    # Reading the log is not itself logged.
-    assert before == after
+    # Reading the log is logged like any request, with no request id: the one entry more.
+    assert after[: len(before)] == before and len(after) == len(before) + 1
+    assert (after[-1]["method"], after[-1]["path"], after[-1]["request_id"]) == (
+        "GET",
+        "/_log",
+        None,
+    )
     by_id = {e["request_id"]: e for e in after if e["request_id"]}
     assert by_id[ok.request_id]["status"] == 200
     assert by_id[refused.request_id]["status"] == 401
     assert by_id[ok.request_id]["path"] == "/cases/rfp-001/suppliers"
-    assert not any(e["path"] == "/_log" for e in after)
     # A probe with a method no route takes is answered and logged all the same.
     probe = {"X-Api-Key": key.decode(), "X-Analyst-Request-ID": "probe-1"}
     assert raw(endpoint, "HEAD", "/cases/rfp-001/suppliers", probe) == 405
     assert [e["method"] for e in client.read_log() if e["request_id"] == "probe-1"] == ["HEAD"]
-    assert set(after[0]) == {"time", "method", "path", "status", "request_id"}
+    assert set(after[0]) == {"time", "method", "path", "version", "status", "request_id"}
     state = paths.top / "supplier"
     on_disk = (state / "requests.jsonl").read_bytes()
-    assert len(on_disk.splitlines()) == len(after) + 1
+    # Since ``after``: the read that made it, the HEAD probe and the read that found it.
+    assert len(on_disk.splitlines()) == len(after) + 3
     assert key not in on_disk
     assert key not in (state / "stderr.log").read_bytes()
     assert key.decode() not in json.dumps(client.calls.as_json())
