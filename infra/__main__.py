@@ -24,6 +24,7 @@ from infra.commands import (
 )
 from infra.components.auto_mode_cluster import AutoModeSettings
 from infra.components.cluster import ClusterAccess, ClusterSettings
+from infra.components.egress import EgressPolicies, EgressPrerequisites, EgressSettings
 from infra.components.identity import AnalystIdentity, IdentitySettings
 from infra.components.images import Images, ImageSettings
 from infra.components.jobs import AnalystJobs, DeployedInputs, JobSettings
@@ -33,6 +34,7 @@ from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi
 from infra.components.workspace import Workspace
 from infra.config import load_config
+from infra.egress import denied_destinations
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
 from infra.render_manifests import needs_security_profiles
 from infra.targets import pod_security_level
@@ -96,14 +98,34 @@ identity = AnalystIdentity(
     cluster_name=cluster.cluster_name,
     cluster_arn=cluster.cluster_arn,
 )
+egress = EgressSettings(config.namespace, config.region, config.cluster_name)
+namespace_waits_for: dict[str, pulumi.Input[str]] = {}
+if config.egress_policy:
+    prerequisites = EgressPrerequisites(
+        "egress-prerequisites",
+        egress,
+        cluster.provider,
+        opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
+    )
+    namespace_waits_for["procurement-analyst/egress-prerequisites"] = prerequisites.checked
 # Workloads are created only after the RuntimeClass read succeeded.
 workspace = Workspace(
     "workspace",
     config.namespace,
     cluster.provider,
     pod_security=pod_security_level(config.runtime_target, config.layers),
+    annotations=namespace_waits_for,
     opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
 )
+egress_gate: list[pulumi.Resource] = []
+if config.egress_policy:
+    egress_gate = EgressPolicies(
+        "egress",
+        egress,
+        bucket_name=store.bucket_name,
+        provider=cluster.provider,
+        opts=pulumi.ResourceOptions(depends_on=[workspace]),
+    ).gate
 # hardened-container: the bubblewrap pod's seccomp profile is on every node before a Job starts.
 profiles_gate: list[pulumi.Resource] = []
 if needs_security_profiles(config):
@@ -147,6 +169,7 @@ jobs = AnalystJobs(
         run_trigger=config.run_trigger,
         comparison_pod=config.comparison_pod,
         service_account=ANALYST_SERVICE_ACCOUNT,
+        egress_denied=denied_destinations(config.region) if config.egress_policy else "",
     ),
     DeployedInputs(
         image=images.analyst_image,
@@ -157,7 +180,15 @@ jobs = AnalystJobs(
     provider=cluster.provider,
     random_provider=random_provider,
     opts=pulumi.ResourceOptions(
-        depends_on=[workspace, secrets, supplier, identity, *cluster.workload_gate, *profiles_gate]
+        depends_on=[
+            workspace,
+            secrets,
+            supplier,
+            identity,
+            *cluster.workload_gate,
+            *profiles_gate,
+            *egress_gate,
+        ]
     ),
 )
 

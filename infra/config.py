@@ -95,6 +95,7 @@ class StackConfig(BaseModel):
     runtime_target: RuntimeTarget = Field(RuntimeTarget.ISOLATED_SANDBOX, alias="runtimeTarget")
     node_app_armor: bool = Field(False, alias="nodeAppArmor")
     cluster_addons: ClusterAddons = Field(ClusterAddons.EXISTING, alias="clusterAddons")
+    egress_policy: bool = Field(False, alias="egressPolicy")
     image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
     analyst_image: str = Field("", alias="analystImage")
     supplier_image: str = Field("", alias="supplierImage")

@@ -101,6 +101,8 @@ class JobInputs:
     target: RuntimeTarget = RuntimeTarget.ISOLATED_SANDBOX
     # hardened-container only: the nodes enforce AppArmor and hold the committed profile.
     node_apparmor: bool = False
+    # egressPolicy: the destinations no rule names (infra/egress.py), which the Job probes.
+    egress_denied: str = ""
 
 
 def supplier_command(case_id: str) -> list[str]:
@@ -152,6 +154,10 @@ def analyst_command(layer: Layer, case_id: str) -> list[str]:
         layer.value,
         "--case",
         f"{env.CASES_DIR}/{case_id}",
+        # The run's private directories and its report copies (the controller's default, under
+        # the run volume's reports/) are separate folders of the one writable volume.
+        "--workdir",
+        f"{env.RUN_DIR}/runs",
     ]
 
 
@@ -284,6 +290,8 @@ def _analyst_container(job: JobInputs) -> dict[str, Any]:
         model_id=job.model_id,
         role_name=job.role_name,
     )
+    if job.egress_denied:
+        variables[env.EGRESS_DENIED] = job.egress_denied
     return {
         "name": "analyst",
         "image": job.image,

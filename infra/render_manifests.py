@@ -24,6 +24,7 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from .config import PROJECT, REPO_ROOT, StackConfig, parse_config
+from .egress import analyst_egress_policy, bucket_host, denied_destinations, supplier_ingress_policy
 from .manifests import (
     ANALYST_SERVICE_ACCOUNT,
     analyst_job,
@@ -105,6 +106,13 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
     ]
     if needs_security_profiles(config):
         objects.append(seccomp_profile_object(namespace))
+    if config.egress_policy:
+        objects += [
+            analyst_egress_policy(
+                namespace, config.region, bucket_host(values.bucket, config.region)
+            ),
+            supplier_ingress_policy(namespace),
+        ]
     jobs = [
         analyst_job(
             JobInputs(
@@ -119,6 +127,7 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
                 service_account=ANALYST_SERVICE_ACCOUNT,
                 target=config.runtime_target,
                 node_apparmor=config.node_app_armor,
+                egress_denied=denied_destinations(config.region) if config.egress_policy else "",
             ),
             config.run_trigger,
         )

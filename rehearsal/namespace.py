@@ -47,6 +47,7 @@ def check_machine() -> None:
         ("setpriv", "util-linux"),
         ("ip", "iproute2"),
         ("bwrap", "bubblewrap"),
+        ("nft", "nftables"),
     ):
         if shutil.which(program) is None:
             raise LayerUnavailable(f"{program} not found", f"apt-get install {package}")

@@ -65,10 +65,13 @@ def allocate(services: list[dict[str, Any]], namespace: str) -> list[ServiceAddr
     return addresses
 
 
-def hosts_file(addresses: list[ServiceAddress], hostname: str) -> str:
+def hosts_file(
+    addresses: list[ServiceAddress], hostname: str, extra: list[tuple[str, str]] | None = None
+) -> str:
     lines = ["127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback"]
     lines.append(f"127.0.1.1\t{hostname}")
     lines += [f"{a.cluster_ip}\t{' '.join(a.names)}" for a in addresses]
+    lines += [f"{address}\t{name}" for address, name in extra or []]
     return "\n".join(lines) + "\n"
 
 
@@ -78,8 +81,8 @@ def _ip(*args: str) -> None:
         raise NetworkError(f"ip {' '.join(args)}: {done.stderr.strip()}")
 
 
-def bring_up(addresses: list[ServiceAddress]) -> None:
+def bring_up(addresses: list[ServiceAddress], others: list[str] | None = None) -> None:
     """Inside the rehearsal's own network namespace only: loopback up, then the addresses."""
     _ip("link", "set", "lo", "up")
-    for address in [*(a.cluster_ip for a in addresses), AGENT_ADDRESS]:
+    for address in [*(a.cluster_ip for a in addresses), AGENT_ADDRESS, *(others or [])]:
         _ip("address", "add", f"{address}/32", "dev", "lo")

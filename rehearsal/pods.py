@@ -74,6 +74,8 @@ class Kubelet:
     agent: PodIdentityAgent
     added_env: dict[str, str]
     node: Node
+    # /etc/hosts lines beyond the Services' (the egress check's denied names).
+    extra_hosts: list[tuple[str, str]] = field(default_factory=list)
     background: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def prepare(self, manifest: Manifest, name: str, result: PodResult) -> PodContext:
@@ -94,7 +96,7 @@ class Kubelet:
         directory.mkdir(parents=True)
         volumes = make_volumes(spec, POD_SPEC, directory / "volumes", self.values, tokens)
         hosts = directory / "hosts"
-        hosts.write_text(hosts_file(self.services, name), encoding="utf-8")
+        hosts.write_text(hosts_file(self.services, name, self.extra_hosts), encoding="utf-8")
         stand_ins = []
         if spec.get("runtimeClassName") == SANDBOX_RUNTIME_CLASS:
             guest = directory / "max_user_namespaces"

@@ -11,13 +11,13 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 from infra.targets import RuntimeTarget
 
-from . import namespace
+from . import egress, namespace
 from .aws import RehearsalAws
 from .diagnose import explain
 from .image import ensure_image
 from .network import allocate, bring_up
 from .nitro import compare_guests
-from .objects import BUCKET, ROLE_NAME, Tweak, render
+from .objects import BUCKET, ROLE_NAME, Manifest, Tweak, render
 from .pod_identity import PodIdentityAgent
 from .pods import Kubelet, PodResult, pod_name, service_reaches
 from .seccomp_profiles import KUBELET_SECCOMP_ROOT, prepare_node
@@ -25,6 +25,7 @@ from .secret_values import make_values
 from .verdicts import (
     Verdicts,
     analyst_verdicts,
+    egress_verdicts,
     filter_counts,
     init_outcome,
     installed_profiles,
@@ -93,7 +94,9 @@ def rehearse(options: Options) -> int:
         if problem:
             verdicts.check(False, "every Service routes to its pod", problem)
             return 1
-    bring_up(services)
+    policies = [m for m in stack.objects if m["kind"] == "ApplicationNetworkPolicy"]
+    bounded = egress.plan(policies[0], stack, services) if policies else None
+    bring_up(services, list(bounded.addresses.values()) if bounded else [])
     names = {layer: pod_name(job["metadata"]["name"]) for layer, job in stack.analyst_jobs.items()}
     aws = RehearsalAws(stack, BUCKET, ROLE_NAME, state / "aws", list(names.values()))
     (state / "aws").mkdir()
@@ -106,6 +109,9 @@ def rehearse(options: Options) -> int:
         added = {"AWS_ENDPOINT_URL": aws.endpoint_url, env.REHEARSAL: env.REHEARSAL_ON}
         kubelet = Kubelet(stack, state, make_values(stack), services, agent, added, node)
         cleanup.callback(kubelet.stop)
+        if bounded is not None:
+            cleanup.callback(egress.close, bounded)
+            kubelet.extra_hosts = bounded.hosts
         print(f"  moto: bucket {aws.bucket}, role {aws.role_arn}, at {aws.endpoint_url}", file=out)
         supplier = kubelet.start_deployment(stack.supplier)
         _pod_header(supplier, out)
@@ -126,6 +132,8 @@ def rehearse(options: Options) -> int:
             "; ".join([supplier.refusal, *supplier.log("supplier-api")[-5:]]),
         ):
             return 1
+        if bounded is not None and not _bound_egress(bounded, policies[0], out, verdicts):
+            return 1
         for layer in options.layers:
             job = stack.analyst_jobs.get(layer)
             if job is None:
@@ -135,6 +143,8 @@ def rehearse(options: Options) -> int:
             _pod_header(result, out, after=True)
             init_outcome(result, host_userns, verdicts)
             analyst_verdicts(result, layer, aws, agent, verdicts, added)
+            if bounded is not None:
+                egress_verdicts(result, bounded.denied, verdicts)
             filter_counts(result, verdicts)
             for sentence in explain(result) if not result.succeeded else []:
                 verdicts.check(False, f"the failure comes from {sentence}")
@@ -149,6 +159,35 @@ def rehearse(options: Options) -> int:
     for line in verdicts.lines:
         print(f"  {line}", file=out)
     return 1 if verdicts.failed else 0
+
+
+def _bound_egress(
+    bounded: egress.EgressStandIn, policy: Manifest, out: TextIO, verdicts: Verdicts
+) -> bool:
+    """Listeners on the denied destinations, a control that each accepts, then the rules."""
+    name = policy["metadata"]["name"]
+    print(f"==> egress: ApplicationNetworkPolicy {name} as nftables rules", file=out)
+    egress.listen(bounded)
+    for host, port in bounded.denied:
+        address = bounded.addresses[host]
+        if not verdicts.check(
+            egress.accepts(address, port),
+            f"before the rules, {host}:{port} (here {address}, a listener of the rehearsal) "
+            "accepts a connection: only the rules can refuse it",
+        ):
+            return False
+    egress.apply(bounded)
+    print(
+        "  stand-in: the rules apply to the whole rehearsal network namespace, which every pod "
+        "shares (the node applies them to the analyst pods alone); the supplier's ingress "
+        "NetworkPolicy is not simulated (every source here is local)",
+        file=out,
+    )
+    for rule in bounded.rules:
+        print(f"  nft: {rule}", file=out)
+    for note in bounded.notes:
+        print(f"  not simulated: {note}", file=out)
+    return True
 
 
 def _pod_header(result: PodResult, out: TextIO, *, after: bool = False) -> None:

@@ -172,3 +172,21 @@ def filter_counts(result: PodResult, verdicts: Verdicts) -> None:
         f"profile ({run.seccomp.kind})",
         f"{len(counted)} of them say {words!r}",
     )
+
+
+def egress_verdicts(result: PodResult, denied: list[tuple[str, int]], verdicts: Verdicts) -> None:
+    """The Job's own egress check ran under the rules: two controls, one refusal per destination."""
+    log = result.log("analyst")
+    controls = [line for line in log if line.startswith("PASS control: the controller connects")]
+    refused = [
+        line
+        for host, port in denied
+        for line in log
+        if line.startswith(f"PASS so the controller cannot reach {host}:{port}, ")
+    ]
+    verdicts.check(
+        len(controls) == 2 and len(refused) == len(denied),
+        f"the Job's egress check passed under the policy's rules: {len(controls)} controls "
+        f"reached, {len(refused)} of {len(denied)} unnamed destinations refused",
+        " | ".join(line for line in log if "egress" in line or "cannot reach" in line)[:400],
+    )

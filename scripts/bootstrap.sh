@@ -31,6 +31,8 @@ if [ "$set_name" = dev ]; then
   # make rehearse: `ip` brings up the rehearsal's own network namespace; the image stand-in is a
   # virtual environment of /usr/bin/python3 (util-linux's unshare and setpriv are essential).
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  # nft applies the analyst pods' egress policy to the rehearsal's network namespace.
+  [ -x /usr/sbin/nft ] || missing+=(nftables)
   /usr/bin/python3 -c 'import venv' >/dev/null 2>&1 || missing+=(python3-venv)
   # The tests watch the controller's entry point install its signal handlers first.
   command -v strace >/dev/null 2>&1 || missing+=(strace)

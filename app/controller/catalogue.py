@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from app.core.catalogue import Check, Entry, Section, each, when
+from app.core.catalogue import Check, Entry, Section, each, unless, when
 from app.core.secret_names import MODEL_KEY_VARIABLES
 from app.tools.layer import LayerChecks
 
@@ -56,6 +56,34 @@ SERVICE_NAME_CONTROL: Final = Check(
     "({name})",
 )
 CLUSTER: Final = Section("cluster", SECRET_FILE_MODE, SERVICE_NAME, SERVICE_NAME_CONTROL)
+
+# The pod's own egress, bounded by its network policy (egressPolicy): facts `bounded` (the Job
+# names destinations to probe) and `denied` (their keys, egress_key).
+EGRESS_BOUNDED: Final = Check(
+    "egress.bounded", "the pod's own egress reaches only what its network policy names"
+)
+EGRESS_CONTROL: Final = Check(
+    "egress.control.{target}",
+    "control: the controller connects to {what} ({address}), which the policy names",
+)
+EGRESS_REFUSED: Final = Check(
+    "egress.refused.{key}", "so the controller cannot reach {destination}, which no rule names"
+)
+EGRESS: Final = Section(
+    "egress",
+    unless("bounded", EGRESS_BOUNDED),
+    when(
+        "bounded",
+        each("target", ("sts", "supplier"), EGRESS_CONTROL),
+        each("key", "denied", EGRESS_REFUSED),
+    ),
+)
+
+
+def egress_key(host: str, port: int) -> str:
+    """A destination as an id's last words: `sqs.us-west-2.amazonaws.com-443`."""
+    return f"{host.lower()}-{port}"
+
 
 # --- the supplier -------------------------------------------------------------------------
 
@@ -176,6 +204,7 @@ def run_sections(layer: type[LayerChecks], *, in_cluster: bool) -> tuple[Section
         IDENTITY,
         STORAGE,
         *((CLUSTER,) if in_cluster else ()),
+        EGRESS,
         *layer.boundary_sections,
         SUPPLIER,
         business(layer.submission),

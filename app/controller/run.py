@@ -31,7 +31,7 @@ from app.controller.guest import GuestReadings, read_guest
 from app.controller.limits import check_file_size_limit
 from app.controller.output import OutClaim, OutTarget, check_apart, check_parent, check_target
 from app.controller.phases.business import business
-from app.controller.phases.cluster import cluster_mounts_and_names
+from app.controller.phases.cluster import cluster_mounts_and_names, pod_egress_bounded
 from app.controller.phases.correlation import correlation
 from app.controller.phases.evidence import finish
 from app.controller.phases.identity import identity_and_storage
@@ -241,6 +241,7 @@ def _run(
         stored = identity_and_storage(run, services, prepared.folder)
         if run.in_cluster:
             cluster_mounts_and_names(run)
+        pod_egress_bounded(run, services.session)
         stage_inputs(run, stored)
         layer_checks.boundary()
         availability = supplier(run, client, stored)

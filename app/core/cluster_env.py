@@ -19,6 +19,9 @@ SUPPLIER_API_URL: Final = "SUPPLIER_API_URL"
 SUPPLIER_API_ALIAS_URL: Final = "SUPPLIER_API_ALIAS_URL"
 SUPPLIER_KEY_FILE: Final = "SUPPLIER_KEY_FILE"
 SUPPLIER_CA_FILE: Final = "SUPPLIER_CA_FILE"
+# Set when the stack bounds the pod's egress (egressPolicy): the `host:port` destinations, space
+# separated, that no rule of the pod's network policy names, which the Job must fail to reach.
+EGRESS_DENIED: Final = "ANALYST_EGRESS_DENIED"
 # Set in the pod by the EKS Pod Identity webhook, not by the Job: where the agent serves the
 # pod's credentials, and the projected token file that authorises the request.
 POD_IDENTITY_URI: Final = "AWS_CONTAINER_CREDENTIALS_FULL_URI"

@@ -36,6 +36,8 @@ class JobSettings:
     run_trigger: str
     comparison_pod: bool
     service_account: str
+    # egressPolicy: the destinations the Job must fail to reach (empty: no policy, no probe).
+    egress_denied: str = ""
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class AnalystJobs(pulumi.ComponentResource):
             service_account=settings.service_account,
             target=settings.runtime_target,
             node_apparmor=settings.node_apparmor,
+            egress_denied=settings.egress_denied,
         )
 
     def _job(

@@ -13,6 +13,7 @@ class Workspace(pulumi.ComponentResource):
     """The namespace every object of the stack lives in, and the identity the Jobs run as.
 
     The namespace enforces `pod_security`, the strictest Pod Security Standard its pods allow.
+    `annotations` may hold Outputs that must resolve before any object of the stack exists.
     """
 
     namespace: pulumi.Output[str]
@@ -25,15 +26,16 @@ class Workspace(pulumi.ComponentResource):
         provider: k8s.Provider,
         *,
         pod_security: str,
+        annotations: dict[str, pulumi.Input[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:workspace:Workspace", name, None, opts)
         k8s_opts = child_options(self, opts, provider)
-        created = k8s.core.v1.Namespace(
-            f"{name}-namespace",
-            metadata=namespace_object(namespace, pod_security)["metadata"],
-            opts=k8s_opts,
-        )
+        metadata = namespace_object(namespace, pod_security)["metadata"]
+        if annotations:
+            # What the namespace waits for, in words (the egress prerequisites, checked).
+            metadata["annotations"] = annotations
+        created = k8s.core.v1.Namespace(f"{name}-namespace", metadata=metadata, opts=k8s_opts)
         account = analyst_service_account(namespace)
         service_account = k8s.core.v1.ServiceAccount(
             f"{name}-analyst",

@@ -35,6 +35,7 @@ SANDBOX: str = pod_guard.SANDBOX
 LAYER_LABEL: str = pod_guard.LAYER_LABEL
 
 NAMESPACE = "kubernetes:core/v1:Namespace"
+APPLICATION_NETWORK_POLICY = "kubernetes:networking.k8s.aws/v1alpha1:ApplicationNetworkPolicy"
 BUCKET = "aws:s3/bucket:Bucket"
 PUBLIC_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
 ENCRYPTION = (
@@ -283,6 +284,39 @@ def namespace_pod_security(resources: list[StackResource]) -> list[tuple[str, st
     return violations
 
 
+def analyst_egress_bounded(resources: list[StackResource]) -> list[tuple[str, str]]:
+    """With egressPolicy on (the analyst Jobs are told to probe it), an ApplicationNetworkPolicy
+    with egress rules selects every analyst pod in its namespace."""
+    policies = [r for r in resources if r.resource_type == APPLICATION_NETWORK_POLICY]
+    violations = []
+    for job in (r for r in resources if r.resource_type == JOB):
+        if not pod_guard.probes_bounded_egress(job.props):
+            continue
+        labels = pod_guard.template_labels(job.props)
+        namespace = (job.props.get("metadata") or {}).get("namespace")
+        selected = any(
+            (policy.props.get("metadata") or {}).get("namespace") == namespace
+            and "Egress" in ((policy.props.get("spec") or {}).get("policyTypes") or [])
+            and all(
+                labels.get(key) == value
+                for key, value in (
+                    ((policy.props.get("spec") or {}).get("podSelector") or {}).get("matchLabels")
+                    or {}
+                ).items()
+            )
+            for policy in policies
+        )
+        if not selected:
+            violations.append(
+                (
+                    f"{job.name}: an analyst pod that probes its bounded egress, but no "
+                    "ApplicationNetworkPolicy selects it",
+                    job.urn,
+                )
+            )
+    return violations
+
+
 STACK_CHECKS: dict[str, tuple[str, Callable[[list[StackResource]], list[tuple[str, str]]]]] = {
     "bucket-private-and-encrypted": (
         "The bucket blocks public access and is encrypted.",
@@ -293,6 +327,10 @@ STACK_CHECKS: dict[str, tuple[str, Callable[[list[StackResource]], list[tuple[st
         iam_least_privilege,
     ),
     "no-secret-in-plain-output": ("No secret value is in a stack output.", no_secret_in_outputs),
+    "analyst-egress-bounded": (
+        "With egressPolicy on, an ApplicationNetworkPolicy bounds every analyst pod's egress.",
+        analyst_egress_bounded,
+    ),
     "namespace-enforces-pod-security": (
         "The namespace enforces a Pod Security level; privileged only for a privileged pod.",
         namespace_pod_security,

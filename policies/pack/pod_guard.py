@@ -36,6 +36,8 @@ CONFINING_SECCOMP = {"RuntimeDefault", "Localhost"}
 # EKS Pod Identity gives every container the role's credentials but those this pod annotation
 # lists (infra/pod_specs.py POD_IDENTITY_SKIP says where that is defined).
 POD_IDENTITY_SKIP = "eks.amazonaws.com/skip-containers"
+# Set on an analyst container when the stack bounds the pod's egress (app/core/cluster_env.py).
+EGRESS_DENIED = "ANALYST_EGRESS_DENIED"
 ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
 
 
@@ -215,3 +217,19 @@ def no_credentials_for_root_init(
         for kind, container in containers(spec)
         if kind == "initContainers" and container.get("name") not in skipped
     ]
+
+
+def probes_bounded_egress(props: Mapping[str, Any]) -> bool:
+    """An analyst Job whose controller is told its egress is bounded (egressPolicy on)."""
+    spec = pod_spec(JOB, props) or {}
+    return component(props) == ANALYST_COMPONENT and any(
+        (entry or {}).get("name") == EGRESS_DENIED
+        for _, container in containers(spec)
+        for entry in container.get("env") or []
+    )
+
+
+def template_labels(props: Mapping[str, Any]) -> Mapping[str, Any]:
+    template = (props.get("spec") or {}).get("template") or {}
+    found: Mapping[str, Any] = (template.get("metadata") or {}).get("labels") or {}
+    return found

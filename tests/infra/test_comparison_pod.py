@@ -103,6 +103,7 @@ def test_the_pack_names_the_pods_by_the_contracts_labels() -> None:
     assert pod_guard.COMPARISON_COMPONENT == cluster_env.COMPARISON_COMPONENT
     assert pod_guard.REHEARSAL_SWITCH == cluster_env.REHEARSAL
     assert pod_guard.POD_IDENTITY_SKIP == POD_IDENTITY_SKIP
+    assert pod_guard.EGRESS_DENIED == cluster_env.EGRESS_DENIED
 
 
 def test_the_outputs_name_each_comparison_and_the_command(compared: StackRun) -> None:

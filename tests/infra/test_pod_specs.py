@@ -80,6 +80,8 @@ def test_the_controller_runs_the_case_with_the_cluster_settings(
         layer,
         "--case",
         "/opt/analyst/cases/rfp-001",
+        "--workdir",
+        "/var/lib/analyst/runs",
     ], job["urn"]
     assert {e["name"]: e["value"] for e in container["env"]} == CONTROLLER_ENV, job["urn"]
 

@@ -29,6 +29,7 @@ def test_the_pack_has_every_policy_the_review_asks_for() -> None:
         "no-user-namespace-in-sandbox",
         "unmasked-proc-only-for-bubblewrap-in-own-user-namespace",
         "namespace-enforces-pod-security",
+        "analyst-egress-bounded",
         "non-root-except-userns-init",
         "no-service-account-token",
         "no-pod-identity-in-init-containers",

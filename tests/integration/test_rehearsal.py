@@ -59,6 +59,15 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "supplier-api.procurement-analyst-dev.svc.cluster.local over TLS verified against the "
         "run's CA, whose certificate carries that name (10.96.0.10:8443,",
         "has no route to the supplier's 10.96.0.10:8443, which the controller reaches: ENETUNREACH",
+        # The pod's egress, bounded by its policy applied with nftables.
+        "PASS rehearsal: before the rules, sqs.us-west-2.amazonaws.com:443 (here 198.51.100.1, a "
+        "listener of the rehearsal) accepts a connection: only the rules can refuse it",
+        "PASS control: the controller connects to the supplier API's Service (10.96.0.10:8443)",
+        "PASS so the controller cannot reach sqs.us-west-2.amazonaws.com:443, which no rule "
+        "names: no answer within 3 s",
+        "PASS so the controller cannot reach 1.1.1.1:443, which no rule names: no answer",
+        "PASS rehearsal: the Job's egress check passed under the policy's rules: 2 controls "
+        "reached, 2 of 2 unnamed destinations refused",
         # Each container's seccomp profile, as containerd chooses it, and what the controller saw.
         "seccomp of spec.template.spec.containers[0]: none: a privileged container gets no "
         "profile from containerd",
@@ -207,3 +216,14 @@ def test_an_unknown_change_is_bad_input_before_anything_starts() -> None:
     done = _rehearse("run", "--layer", "nono", "--change", "tests.support.nothing:here")
     assert done.returncode == 2
     assert "error (bad input): --change tests.support.nothing:here" in done.stderr
+
+
+def test_an_egress_policy_that_lets_https_out_fails_the_jobs_check() -> None:
+    # Every element of the policy is watched: a rule for 0.0.0.0/0 on 443 lets the probe in.
+    done = _rehearse(
+        "run", "--layer", "nono", "--no-comparison",
+        "--change", "tests.support.rehearsal_changes:open_https_egress",
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert "FAIL so the controller cannot reach sqs.us-west-2.amazonaws.com:443" in done.stdout
+    assert "(connected)" in done.stdout

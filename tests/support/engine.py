@@ -58,6 +58,9 @@ class World:
     caller_arn: str = f"arn:aws:sts::{ACCOUNT_ID}:assumed-role/deployer/session"
     # subnet id -> (vpc id, availability zone)
     subnets: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Auto Mode's network policy switches: the amazon-vpc-cni ConfigMap's flag, the NodeClass's.
+    network_policy_controller: str = "true"
+    node_class_network_policy: str | None = "DefaultAllow"
     # The isolated-sandbox RuntimeClass's scheduling.tolerations (its nodes' taint).
     sandbox_tolerations: list[dict[str, str]] = field(
         default_factory=lambda: [
@@ -250,6 +253,13 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 "handler": "mock-sandbox",
                 "scheduling": {"tolerations": self.world.sandbox_tolerations},
             }
+        if type_ == "kubernetes:core/v1:ConfigMap" and object_id == "kube-system/amazon-vpc-cni":
+            return {
+                "data": {"enable-network-policy-controller": self.world.network_policy_controller}
+            }
+        if type_ == "kubernetes:eks.amazonaws.com/v1:NodeClass":
+            policy = self.world.node_class_network_policy
+            return {"spec": {"role": "node-role"} | ({"networkPolicy": policy} if policy else {})}
         return {}
 
     def call(

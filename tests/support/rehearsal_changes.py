@@ -61,3 +61,15 @@ def profile_without_pivot_root(objects: list[Manifest]) -> None:
     for rule in profile["spec"]["syscalls"]:
         if "pivot_root" in rule["names"]:
             rule["names"].remove("pivot_root")
+
+
+def open_https_egress(objects: list[Manifest]) -> None:
+    """The analyst pods' egress policy with one more rule: anywhere, on 443."""
+    for manifest in objects:
+        if manifest["kind"] == "ApplicationNetworkPolicy":
+            manifest["spec"]["egress"].append(
+                {
+                    "to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}],
+                    "ports": [{"protocol": "TCP", "port": 443}],
+                }
+            )

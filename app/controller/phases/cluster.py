@@ -1,8 +1,10 @@
-"""What only a run in the analyst Job's pod can check: the mounted Secret's file mode, and the
-supplier reached by its Service's cluster DNS name over TLS verified for that name."""
+"""What only a run in the analyst Job's pod can check: the mounted Secret's file mode, the
+supplier reached by its Service's cluster DNS name over TLS verified for that name, and the
+pod's own egress bounded by its network policy."""
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import ssl
@@ -10,8 +12,11 @@ import stat
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import boto3
+
 from app.controller import catalogue as c
 from app.core import cluster_env
+from app.core.errors import BadInput
 from app.core.run import Run
 
 HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
@@ -19,6 +24,18 @@ HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
 UNNAMED_HOST: Final = "not-the-supplier.invalid"
 # OpenSSL's X509_V_ERR_HOSTNAME_MISMATCH: the chain verified, the name did not.
 HOSTNAME_MISMATCH: Final = 62
+
+
+# A destination no rule names must not answer within this (the node drops its packets: no answer
+# at all), or refuse at once; the allowed ones answer well within it.
+EGRESS_BOUND_SECONDS: Final = 3.0
+REFUSALS: Final = {
+    errno.ECONNREFUSED,
+    errno.EHOSTUNREACH,
+    errno.ENETUNREACH,
+    errno.EACCES,
+    errno.EPERM,
+}
 
 
 def cluster_mounts_and_names(run: Run) -> None:
@@ -83,3 +100,64 @@ def _service_name_over_tls(run: Run) -> None:
     run.checks.require(
         c.SERVICE_NAME_CONTROL(name=UNNAMED_HOST), code == HOSTNAME_MISMATCH, detail=refusal
     )
+
+
+def pod_egress_bounded(run: Run, session: boto3.Session) -> None:
+    """Beside two controls (STS as the SDK calls it, the supplier), each destination of
+    EGRESS_DENIED times out or is refused within EGRESS_BOUND_SECONDS."""
+    setting = os.environ.get(cluster_env.EGRESS_DENIED, "") if run.in_cluster else ""
+    denied = [_host_port(part) for part in setting.split()]
+    keys = tuple(c.egress_key(host, port) for host, port in denied)
+    run.checks.begin(c.EGRESS, bounded=bool(denied), denied=keys)
+    if not run.in_cluster:
+        run.checks.skip(
+            c.EGRESS_BOUNDED, "a local run has no pod network; the Job and the rehearsal prove it"
+        )
+        return
+    if not denied:
+        run.checks.skip(c.EGRESS_BOUNDED, "this stack bounds no egress (egressPolicy is false)")
+        return
+    sts = urlsplit(session.client("sts").meta.endpoint_url)
+    controls = [
+        ("sts", "STS, as the AWS SDK calls it", sts.hostname or "", sts.port or 443),
+        ("supplier", "the supplier API's Service", run.supplier.address, run.supplier.port),
+    ]
+    for target, what, host, port in controls:
+        answer = _connect(host, port)
+        claim = c.EGRESS_CONTROL(target=target, what=what, address=f"{host}:{port}")
+        run.checks.require(claim, answer == "connected", detail=answer)
+    for (host, port), key in zip(denied, keys, strict=True):
+        answer = _connect(host, port)
+        run.checks.require(
+            c.EGRESS_REFUSED(key=key, destination=f"{host}:{port}"),
+            answer.startswith(("no answer", "refused")),
+            detail=answer,
+        )
+
+
+def _host_port(part: str) -> tuple[str, int]:
+    host, _, port = part.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise BadInput(f"{cluster_env.EGRESS_DENIED}: {part!r} is not host:port")
+    return host, int(port)
+
+
+def _connect(host: str, port: int) -> str:
+    """What one TCP connection attempt got: connected, no answer, refused (errno), or why it
+    proves nothing (a name that does not resolve)."""
+    try:
+        addresses = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as error:
+        return f"the name does not resolve, which proves nothing: {error}"
+    family, kind, proto, _, address = addresses[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.settimeout(EGRESS_BOUND_SECONDS)
+        try:
+            probe.connect(address)
+        except TimeoutError:
+            return f"no answer within {EGRESS_BOUND_SECONDS:.0f} s ({address[0]})"
+        except OSError as error:
+            if error.errno in REFUSALS:
+                return f"refused, {errno.errorcode[error.errno]} ({address[0]})"
+            return f"not a refusal: {error}"
+    return "connected"

@@ -1,0 +1,191 @@
+"""The pods' egress, bounded on the node (egressPolicy): the ApplicationNetworkPolicy against the
+CRD AWS publishes (vendored in infra/schemas/), the supplier's ingress policy, the program's
+prerequisite check, the order of creation, the Job's probe settings and the pack's refusal."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import kubernetes_validate as kv
+import pytest
+import yaml
+
+from app.core import cluster_env as env
+from infra.egress import (
+    ANALYST_POLICY,
+    CRD_SCHEMA,
+    PUBLIC_ADDRESS,
+    analyst_egress_policy,
+    bucket_host,
+    supplier_ingress_policy,
+)
+from infra.render_manifests import DeployValues, stack_config, stack_objects
+from policies.pack import analyst_guard
+from tests.support.policy_runs import stack_violations
+from tests.support.stack_run import REPO_ROOT, StackRun, run_failing, run_stack
+
+ANP = "kubernetes:networking.k8s.aws/v1alpha1:ApplicationNetworkPolicy"
+NETWORK_POLICY = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+JOB = "kubernetes:batch/v1:Job"
+SCHEMA = REPO_ROOT / "infra" / "schemas" / CRD_SCHEMA
+
+
+def _crd_schema() -> dict[str, Any]:
+    crd = yaml.safe_load(SCHEMA.read_text(encoding="utf-8"))
+    (version,) = crd["spec"]["versions"]
+    assert (crd["spec"]["group"], version["name"]) == ("networking.k8s.aws", "v1alpha1")
+    schema: dict[str, Any] = version["schema"]["openAPIV3Schema"]
+    return schema
+
+
+def _peers(policy: dict[str, Any]) -> list[dict[str, Any]]:
+    return [peer for rule in policy["spec"]["egress"] for peer in rule.get("to", [])]
+
+
+def _rendered() -> list[dict[str, Any]]:
+    return stack_objects(stack_config("dev"), DeployValues())
+
+
+def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def test_the_rendered_policy_validates_against_the_published_crd() -> None:
+    policy = _one(_rendered(), "ApplicationNetworkPolicy")
+    jsonschema.validate(policy, _crd_schema())
+    # The CRD's CEL rules, which a JSON schema validator does not run: domainNames stands alone.
+    for peer in _peers(policy):
+        if "domainNames" in peer:
+            assert set(peer) == {"domainNames"}, peer
+    # And the schema can fail: a field the CRD does not have, a bad domain.
+    broken = copy.deepcopy(policy)
+    broken["spec"]["egress"][2]["to"][0]["domainNames"].append("not a domain!")
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(broken, _crd_schema())
+
+
+def test_the_analyst_pods_reach_dns_the_agent_aws_by_name_and_the_supplier_only() -> None:
+    policy = analyst_egress_policy("ns", "eu-west-1", bucket_host("b", "eu-west-1"))
+    assert (
+        policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]
+    )
+    assert policy["spec"]["podSelector"] == {"matchLabels": {env.COMPONENT_LABEL: "analyst"}}
+    rules = policy["spec"]["egress"]
+    assert [[(p["protocol"], p["port"]) for p in rule["ports"]] for rule in rules] == [
+        [("UDP", 53), ("TCP", 53)],
+        [("TCP", 80)],
+        [("TCP", 443)],
+        [("TCP", env.SUPPLIER_PORT)],
+    ]
+    assert rules[1]["to"] == [{"ipBlock": {"cidr": "169.254.170.23/32"}}]
+    assert rules[2]["to"] == [
+        {
+            "domainNames": [
+                "b.s3.eu-west-1.amazonaws.com",
+                "sts.eu-west-1.amazonaws.com",
+                "bedrock-runtime.eu-west-1.amazonaws.com",
+            ]
+        }
+    ]
+    assert rules[3]["to"] == [
+        {"podSelector": {"matchLabels": {env.COMPONENT_LABEL: "supplier-api"}}}
+    ]
+
+
+def test_the_supplier_accepts_the_analyst_pods_only(tmp_path: Path) -> None:
+    policy = supplier_ingress_policy("ns")
+    kv.validate(policy, "1.36.0", strict=True)
+    (rule,) = policy["spec"]["ingress"]
+    assert rule["from"] == [{"podSelector": {"matchLabels": {env.COMPONENT_LABEL: "analyst"}}}]
+    assert rule["ports"] == [{"protocol": "TCP", "port": env.SUPPLIER_PORT}]
+
+
+@pytest.fixture(scope="module")
+def bounded() -> StackRun:
+    return run_stack(egressPolicy=True, comparisonPod=True)
+
+
+def test_the_program_creates_the_rendered_policies_before_any_analyst_pod(
+    bounded: StackRun,
+) -> None:
+    anp, ingress = bounded.one(ANP), bounded.one(NETWORK_POLICY)
+    values = DeployValues(bucket=bounded.outputs["bucket"])
+    rendered = stack_objects(stack_config("dev", {"namespace": "procurement-analyst",
+                                                  "comparisonPod": True}), values)  # fmt: skip
+    for registered, kind in ((anp, "ApplicationNetworkPolicy"), (ingress, "NetworkPolicy")):
+        expected = _one(rendered, kind)
+        assert registered["inputs"]["spec"] == expected["spec"], registered["urn"]
+        assert registered["inputs"]["metadata"] == expected["metadata"], registered["urn"]
+    for job in bounded.of_type(JOB):
+        if job["inputs"]["metadata"]["labels"][env.COMPONENT_LABEL] == env.ANALYST_COMPONENT:
+            # (The comparison Jobs come after their analyst Job, so after these too.)
+            assert {anp["urn"], ingress["urn"]} <= set(job["dependencies"]), job["urn"]
+
+
+def test_each_analyst_job_is_told_what_it_must_fail_to_reach(bounded: StackRun) -> None:
+    for job in bounded.of_type(JOB):
+        env_of = {
+            e["name"]: e["value"]
+            for e in job["inputs"]["spec"]["template"]["spec"]["containers"][0].get("env", [])
+        }
+        component = job["inputs"]["metadata"]["labels"][env.COMPONENT_LABEL]
+        if component == env.ANALYST_COMPONENT:
+            assert env_of[env.EGRESS_DENIED] == (
+                f"sqs.us-west-2.amazonaws.com:443 {PUBLIC_ADDRESS}:443"
+            ), job["urn"]
+    off = run_stack()
+    assert off.of_type(ANP) == [] and off.of_type(NETWORK_POLICY) == []
+    for job in off.of_type(JOB):
+        names = [
+            e["name"] for e in job["inputs"]["spec"]["template"]["spec"]["containers"][0]["env"]
+        ]
+        assert env.EGRESS_DENIED not in names, "no probe without a policy to prove"
+
+
+def test_the_namespace_waits_for_the_checked_prerequisites(bounded: StackRun) -> None:
+    namespace = bounded.one("kubernetes:core/v1:Namespace")
+    assert namespace["inputs"]["metadata"]["annotations"] == {
+        "procurement-analyst/egress-prerequisites": (
+            "network policy controller on; NodeClass default enforces network policy"
+        )
+    }
+    reads = {r["inputs"]["id"] for r in bounded.resources if r["read"]}
+    assert {"kube-system/amazon-vpc-cni", "default"} <= reads
+
+
+@pytest.mark.parametrize(
+    ("world", "expected"),
+    [
+        (
+            {"network_policy_controller": "false"},
+            'kube-system/amazon-vpc-cni does not set enable-network-policy-controller: "true"',
+        ),
+        ({"node_class_network_policy": None}, "the NodeClass default has no spec.networkPolicy"),
+    ],
+)
+def test_a_cluster_that_would_not_enforce_the_policy_stops_the_program(
+    world: dict[str, Any], expected: str
+) -> None:
+    failure = run_failing(world=world, egressPolicy=True)
+    assert (
+        "ClusterNotReady: egressPolicy: cluster procurement-analyst would accept" in failure.stderr
+    )
+    assert expected in failure.stderr
+
+
+def test_the_pack_refuses_an_analyst_pod_without_its_egress_policy(bounded: StackRun) -> None:
+    assert stack_violations(bounded) == []
+    without = [r for r in bounded.resources if r["type"] != ANP]
+    violations = [message for message, _ in stack_violations(bounded, without)]
+    assert sorted(violations) == sorted(
+        f"{job['name']}: an analyst pod that probes its bounded egress, but no "
+        f"ApplicationNetworkPolicy selects it"
+        for job in bounded.of_type(JOB)
+        if job["inputs"]["metadata"]["labels"][env.COMPONENT_LABEL] == env.ANALYST_COMPONENT
+    ), violations
+    assert ANALYST_POLICY == "analyst-egress"
+    assert analyst_guard.APPLICATION_NETWORK_POLICY == ANP
