@@ -64,8 +64,8 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "listener of the rehearsal) accepts a connection: only the rules can refuse it",
         "PASS control: the controller connects to the supplier API's Service (10.96.0.10:8443)",
         "PASS so the controller cannot reach sqs.us-west-2.amazonaws.com:443, which no rule "
-        "names: no answer within 3 s",
-        "PASS so the controller cannot reach 1.1.1.1:443, which no rule names: no answer",
+        "names (no answer within 3 s",
+        "PASS so the controller cannot reach 1.1.1.1:443, which no rule names (no answer",
         "PASS rehearsal: the Job's egress check passed under the policy's rules: 2 controls "
         "reached, 2 of 2 unnamed destinations refused",
         # Each container's seccomp profile, as containerd chooses it, and what the controller saw.

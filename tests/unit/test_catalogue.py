@@ -37,6 +37,9 @@ def facts(**chosen: Any) -> dict[str, Any]:
         "loopback": True,
         "ipv6": True,
         "refuses_upstream": False,
+        # The pod's egress: probed in a cluster stack with egressPolicy.
+        "bounded": True,
+        "denied": ["sqs.us-west-2.amazonaws.com-443", "1.1.1.1-443"],
         **chosen,
     }
 
