@@ -14,6 +14,7 @@ import argparse
 import os
 import statistics
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 from app.core.roles import Layer
@@ -146,13 +147,32 @@ def _nothing_shared(batch: BatchFigures) -> str:
     )
 
 
+def _count(least: int) -> Callable[[str], int]:
+    """An argparse type: a whole number of at least ``least`` (a median needs one sample)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of at least {least}")
+        return value
+
+    return parse
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make bench", description=__doc__)
-    parser.add_argument("--repeat", type=int, default=31, help="samples per median (default 31)")
-    parser.add_argument("--cases", type=int, default=5, help="whole cases per layer (default 5)")
+    parser.add_argument(
+        "--repeat", type=_count(1), default=31, help="samples per median (default 31)"
+    )
+    parser.add_argument(
+        "--cases", type=_count(1), default=5, help="whole cases per layer (default 5)"
+    )
     parser.add_argument(
         "--concurrent",
-        type=int,
+        type=_count(0),
         default=CONCURRENT_CASES,
         help=f"cases at once (default {CONCURRENT_CASES}; 0 skips them)",
     )

@@ -13,6 +13,7 @@ values: with the deployment's values it is the deployed name.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +24,7 @@ import yaml
 from app.core import cluster_env as env
 from app.core.roles import Layer
 
-from .config import PROJECT, REPO_ROOT, StackConfig, parse_config
+from .config import PROJECT, REPO_ROOT, ConfigError, StackConfig, parse_config
 from .egress import analyst_egress_policy, bucket_host, denied_destinations, supplier_ingress_policy
 from .manifests import (
     ANALYST_SERVICE_ACCOUNT,
@@ -198,7 +199,9 @@ def main(argv: list[str] | None = None) -> int:
         default=REPO_ROOT / "build" / "manifests",
         help="the folder the YAML files are written to (default: build/manifests)",
     )
-    parser.add_argument("--stack", default="dev", help="reads Pulumi.<stack>.yaml (default: dev)")
+    parser.add_argument(
+        "--stack", default="dev", type=_stack, help="reads Pulumi.<stack>.yaml (default: dev)"
+    )
     defaults = DeployValues()
     parser.add_argument(
         "--analyst-image",
@@ -229,9 +232,39 @@ def main(argv: list[str] | None = None) -> int:
         role_name=options.role_name,
     )
     overrides = {"runtimeTarget": options.runtime_target} if options.runtime_target else {}
-    for path in render(options.out, options.stack, values, overrides):
+    out: Path = options.out
+    if out.exists() and not out.is_dir():
+        return _refuse(f"--out {out}: is a file, not a folder; pass a folder, or a new path")
+    try:
+        written = render(out, options.stack, values, overrides)
+    except ConfigError as error:
+        return _refuse(f"Pulumi.{options.stack}.yaml: {error}")
+    except yaml.YAMLError:
+        return _refuse(f"Pulumi.{options.stack}.yaml is not valid YAML")
+    except OSError as error:
+        return _refuse(f"--out {out}: cannot write the manifests there ({error.strerror})")
+    for path in written:
         print(path)
     return 0
+
+
+def _stack(name: str) -> str:
+    """A stack with a settings file here: Pulumi.<name>.yaml."""
+    if (
+        re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name)
+        and (REPO_ROOT / f"Pulumi.{name}.yaml").is_file()
+    ):
+        return name
+    files = REPO_ROOT.glob("Pulumi.*.yaml")
+    stacks = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in files)
+    raise argparse.ArgumentTypeError(
+        f"no stack {name!r}: there is no Pulumi.{name}.yaml; the stacks here: {', '.join(stacks)}"
+    )
+
+
+def _refuse(message: str) -> int:
+    print(f"error (bad input): {message}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from typing import Any
 from app.controller.guest import LINE_PREFIX, readings_in_log
 from app.controller.guest_comparison import GuestComparison, PodReadings, Verdict, render
 from app.core import cluster_env
-from app.core.errors import BadInput, RunStopped
+from app.core.errors import BadInput, RunStopped, shown
 from app.core.roles import Layer
 
 MAX_LOG_BYTES = 1024 * 1024
@@ -35,19 +35,33 @@ class Request:
 
 
 def _api(request: Request) -> Any:
+    import yaml
     from kubernetes import client, config
     from kubernetes.config.config_exception import ConfigException
 
+    remedy = "pass --kubeconfig, or run: aws eks update-kubeconfig --name <cluster>"
+    source = shown(request.kubeconfig) if request.kubeconfig else "($KUBECONFIG, ~/.kube/config)"
     try:
         config.load_kube_config(
             config_file=str(request.kubeconfig) if request.kubeconfig else None,
             context=request.context,
         )
     except (ConfigException, OSError) as error:
+        raise BadInput(f"cannot load a kubeconfig ({shown(str(error))})", remedy) from None
+    except yaml.YAMLError as error:
+        # Where, never what: the YAML error's own text quotes the file's line, which may hold
+        # a token.
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise BadInput(f"the kubeconfig {source} is not valid YAML{where}", remedy) from None
+    except (UnicodeDecodeError, TypeError, ValueError, KeyError, AttributeError) as error:
+        # The client reads the document's shape as it goes: a list where a mapping belongs, a
+        # number where a list does.
         raise BadInput(
-            f"cannot load a kubeconfig ({error})",
-            "pass --kubeconfig, or run: aws eks update-kubeconfig --name <cluster>",
-        ) from error
+            f"the kubeconfig {source} is not one the Kubernetes client can read "
+            f"({type(error).__name__})",
+            remedy,
+        ) from None
     return client.CoreV1Api()
 
 
@@ -114,5 +128,19 @@ def compare_pods(request: Request, api: Any | None = None) -> GuestComparison:
 
 def nitro_evidence(request: Request) -> tuple[str, Verdict]:
     """The printed comparison and its verdict."""
-    comparison = compare_pods(request)
+    from kubernetes.client.exceptions import ApiException
+    from urllib3.exceptions import HTTPError
+
+    remedy = "check the kubeconfig's context is the stack's cluster and that it is reachable"
+    try:
+        comparison = compare_pods(request)
+    except ApiException as error:
+        raise NoEvidence(
+            f"the cluster's API answered {error.status} {shown(str(error.reason))}", remedy
+        ) from None
+    except HTTPError as error:
+        reason = getattr(error, "reason", None) or error
+        raise NoEvidence(
+            f"cannot reach the cluster's API ({shown(type(reason).__name__)})", remedy
+        ) from None
     return render(comparison), comparison.verdict()
