@@ -18,7 +18,8 @@ from app.supplier_api.server import bind, read_key_file, tls_context
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m app.supplier_api",
-        description="The synthetic supplier API: HTTPS only, one key, a bounded request log.",
+        description="The synthetic supplier API: HTTPS only, one key, a bounded request log of "
+        "every request.",
         epilog="exit codes: 0 stopped by SIGTERM or SIGINT; 2 bad input (an option, a file, an "
         "address it cannot listen on), nothing served",
     )
@@ -54,7 +55,11 @@ def parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=0, help="port to bind, 0 to 65535; 0 picks a free one"
     )
     serve.add_argument(
-        "--log", type=Path, required=True, help="request log, one JSON line per request, appended"
+        "--log",
+        type=Path,
+        required=True,
+        help="request log, one JSON line per request that carried the key or a request id of a "
+        "run that did; every other request goes to LOG's .other file; each rotated at 2 MiB",
     )
     serve.add_argument(
         "--ready-file", type=Path, help="written with the bound port once the server is listening"

@@ -8,7 +8,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-from app.controller.doctor import layer_prerequisites
+from app.controller.doctor import layer_prerequisites, run_settings
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from app.core.run_tree import DEFAULT_LOCAL_BASE, ToolIdentity
@@ -148,7 +148,10 @@ def test_the_doctor_sample_shows_the_prerequisites_doctor_checks() -> None:
     sample = section(DOCS_DIR / "command-line.md", "`doctor`")
     shown = re.findall(r"^PASS (.+?): ", sample, flags=re.MULTILINE)
     tool = ToolIdentity(1000, 1000)
-    listed = layer_prerequisites(Layer.BUBBLEWRAP, tool, DEFAULT_LOCAL_BASE)
+    listed = [
+        *run_settings(Layer.BUBBLEWRAP, DEFAULT_LOCAL_BASE),
+        *layer_prerequisites(Layer.BUBBLEWRAP, tool, DEFAULT_LOCAL_BASE),
+    ]
     titles = [item.claim for item in listed]
     assert shown == titles
     assert f"all {len(titles)} prerequisites hold" in sample
