@@ -43,6 +43,8 @@ class CorrelationResult:
     had_successful_read: bool
     had_accepted_draft: bool
     had_refused_operation: bool
+    # Draft submissions of this run in the supplier's own log, whoever sent them.
+    drafts_posted: int = 0
     problems: list[str] = field(default_factory=list)
     calls: list[CallSeen] = field(default_factory=list)
 
@@ -129,6 +131,11 @@ def correlate(
         had_successful_read=reached("GET", _READ, 200),
         had_accepted_draft=reached("POST", _DRAFT, 201),
         had_refused_operation=any(not c.get("reaches_upstream") for c in calls),
+        drafts_posted=sum(
+            1
+            for e in run_entries
+            if e.get("method") == "POST" and _DRAFT.fullmatch(str(e.get("path")))
+        ),
         problems=problems,
         calls=seen_calls,
     )

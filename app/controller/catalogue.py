@@ -175,12 +175,20 @@ READ_AND_DRAFT: Final = Check(
     "correlation.read-and-draft",
     "the run's record includes a successful availability read and an accepted draft",
 )
+ONE_DRAFT: Final = Check(
+    "correlation.one-draft",
+    "exactly one draft of this run reached the supplier API, by its own log, whoever sent it",
+)
 REFUSED_OPERATION: Final = Check(
     "correlation.refused-operation",
     "and at least one refused operation, so an empty upstream log could not pass this",
 )
 CORRELATION: Final = Section(
-    "correlation", SUPPLIER_LOG, READ_AND_DRAFT, when("refuses_upstream", REFUSED_OPERATION)
+    "correlation",
+    SUPPLIER_LOG,
+    READ_AND_DRAFT,
+    ONE_DRAFT,
+    when("refuses_upstream", REFUSED_OPERATION),
 )
 
 # --- the last writes ----------------------------------------------------------------------

@@ -125,3 +125,17 @@ def attacks() -> tuple[Entry, ...]:
 
 
 ATTACKS_SECTION: Final = Section("attacks", *attacks())
+
+
+# --- business: the writer's draft, read back by the controller before anything is posted ------
+
+DRAFT_IS_THE_RUNS: Final = Check(
+    "business.draft.verified",
+    "the writer's draft is the one the checked comparison implies: it awards case {case} to "
+    "{winner}, under the run's reference {reference}",
+)
+DRAFT_IS_THE_RUNS_CONTROL: Final = Check(
+    "business.draft.verified.control",
+    "control: the same reading refuses a copy of it that awards to {other}",
+)
+DRAFT_VERIFIED: Final = (DRAFT_IS_THE_RUNS, DRAFT_IS_THE_RUNS_CONTROL)

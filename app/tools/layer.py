@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol
 
 from app.core.catalogue import Entry, Section
+from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolResult
 from app.core.roles import Layer, Role
 from app.core.run import Run
@@ -88,8 +89,9 @@ class LayerChecks(ABC):
         """Files, processes and network: each refusal beside its control."""
 
     @abstractmethod
-    def submit_draft(self, draft_path: Path) -> None:
-        """Has the writer's draft submitted to the supplier (201) the way this layer allows."""
+    def submit_draft(self, draft_path: Path, expected: ExpectedDraft) -> None:
+        """Has the writer's draft submitted to the supplier (201) the way this layer allows,
+        once, and only if it is the ``expected`` draft."""
 
     @abstractmethod
     def readings(self) -> LayerReadings:

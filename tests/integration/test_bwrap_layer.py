@@ -23,6 +23,7 @@ from app.tools.bubblewrap import preflight
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import BubblewrapPolicy
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
+from tests.support.drafts import sample_draft
 from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration
@@ -154,7 +155,7 @@ def test_a_writer_draft_over_the_limit_is_never_sent(layer: BubblewrapLayer, run
     draft = run.paths.workspace("writer").output / "oversized-draft.txt"
     draft.write_bytes(b"d" * (64 * 1024 + 1))
     with pytest.raises(UnsafeFile, match="not a regular file of at most 65536 bytes"):
-        layer.checks().submit_draft(draft)
+        layer.checks().submit_draft(draft, sample_draft(run)[1])
     assert run.supplier_client.calls.records == []
 
 

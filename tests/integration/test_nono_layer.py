@@ -2,87 +2,33 @@
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import shutil
 import signal
-import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from app.controller.call_correlation import correlate
-from app.controller.environment import read_supplier_key
-from app.controller.services.local_supplier import LocalSupplierService
-from app.controller.supplier_client import SupplierClient
-from app.core.calls import CallLog
 from app.core.catalogue import Section
-from app.core.endpoints import HostPort
-from app.core.ids import OTHER_CASE_ID
-from app.core.repo import CASES_DIR, SAMPLE_CASE
 from app.core.results import Errno, ToolRunError
-from app.core.roles import Layer
-from app.core.run import Run
-from app.core.run_tree import CHECK_FILE, ToolIdentity
+from app.core.run_tree import CHECK_FILE
 from app.tools.execution import make_release_fifo
 from app.tools.nono.deadline import ToolDeadline
+from app.tools.nono.front import Refusal
 from app.tools.nono.launcher import NonoLayer
-from tests.support.runs import bare_run, bare_tree
+from app.tools.nono.proxy import nono_events
+from tests.support.drafts import sample_draft
+from tests.support.nono_bench import Bench, nono_bench
 
 pytestmark = pytest.mark.integration
 
 
-@dataclass
-class Bench:
-    run: Run
-    client: SupplierClient
-    real_key: bytes
-    stream: io.StringIO
-
-
-@contextmanager
-def _bench() -> Iterator[Bench]:
-    """A fresh run tree and supplier API, so request ids of one run are never reused."""
-    # Not pytest's tmp_path: its parents are 0700, which the tool's uid could not traverse.
-    base = Path(tempfile.mkdtemp(prefix="nono-layer-", dir="/var/tmp"))
-    os.chmod(base, 0o755)
-    paths = bare_tree(base)
-    listener = socket.create_server(("127.0.0.1", 0))  # stands in for the AWS endpoint
-    try:
-        tool = ToolIdentity.for_this_controller()
-        with LocalSupplierService(paths, tool, [SAMPLE_CASE, CASES_DIR / OTHER_CASE_ID]) as sup:
-            reader_in = paths.workspace("reader").input
-            (reader_in / "case.json").write_bytes((SAMPLE_CASE / "case.json").read_bytes())
-            proposals = reader_in / "proposals"
-            shutil.copytree(SAMPLE_CASE / "proposals", proposals)
-            for path in [proposals, *proposals.iterdir()]:
-                os.chmod(path, 0o755 if path.is_dir() else 0o644)
-            private = paths.workspace("writer").input / "private.json"
-            private.write_text('{"draft_reference": "DR-test"}\n')
-            os.chmod(private, 0o644)
-            key = read_supplier_key(sup.key_file)
-            client = SupplierClient(sup, key, CallLog(), paths.run_id)
-            stream = io.StringIO()
-            endpoint = HostPort(*listener.getsockname())
-            run = bare_run(
-                paths, Layer.NONO, supplier=sup, client=client, aws_endpoint=endpoint, stream=stream
-            )
-            yield Bench(run, client, key, stream)
-    finally:
-        listener.close()
-        shutil.rmtree(base, ignore_errors=True)
-
-
 @pytest.fixture(scope="module")
 def bench() -> Iterator[Bench]:
-    with _bench() as made:
+    with nono_bench() as made:
         yield made
 
 
@@ -110,40 +56,43 @@ def test_the_offline_evaluator_cannot_create_a_socket_and_the_reader_can(layer: 
 
 
 def test_the_proxy_forwards_a_listed_request_and_audits_it_as_allow(layer: NonoLayer) -> None:
-    mark = layer.proxies.mark("reader")
     request_id = layer.next_request_id("reader")
     result = layer.run_tool(
         "reader", "supplier-request", "GET", "/cases/rfp-001/suppliers", "-", request_id
     )
     assert result.data["status"] == 200
-    events = layer.proxies.since("reader", mark)
-    assert {(e.mode, e.decision, e.method, e.path) for e in events} == {
-        ("reverse", "allow", "GET", "/cases/rfp-001/suppliers")
-    }
-    assert [e.status for e in events if e.status is not None] == [200]
+    (record,) = layer.proxies.of("reader", request_id)
+    assert (record.form, record.method, record.refusal, record.status) == (
+        "origin",
+        "GET",
+        None,
+        200,
+    )
+    # nono records its decision, then the same request again with the supplier's status.
+    assert [(e.mode, e.decision, e.method, e.path, e.status) for e in nono_events(record)] == [
+        ("reverse", "allow", "GET", "/cases/rfp-001/suppliers", None),
+        ("reverse", "allow", "GET", "/cases/rfp-001/suppliers", 200),
+    ]
 
 
-def test_the_proxy_refuses_an_unlisted_request_with_403_and_audits_it_as_deny(
+def test_the_proxy_refuses_an_unlisted_request_with_403_and_never_passes_it_on(
     layer: NonoLayer,
 ) -> None:
-    mark = layer.proxies.mark("writer")
     request_id = layer.next_request_id("writer")
     result = layer.run_tool(
         "writer", "supplier-request", "POST", "/purchase-orders", "-", request_id
     )
     assert result.data["status"] == 403
-    events = layer.proxies.since("writer", mark)
-    assert [(e.decision, e.method, e.path, e.status, e.denial_category) for e in events] == [
-        ("deny", "POST", "/purchase-orders", None, "endpoint_policy")
-    ]
+    (record,) = layer.proxies.of("writer", request_id)
+    assert (record.refusal, record.status, record.nono) == (Refusal.NOT_LISTED, 403, ())
 
 
-def test_a_writer_draft_over_the_limit_is_answered_413_through_its_proxy(
+def test_a_writer_draft_over_the_limit_is_answered_413_through_its_proxy_every_time(
     bench: Bench, layer: NonoLayer
 ) -> None:
-    """The writer's own POST of an oversized draft: the supplier reads and drops it, then
-    answers 413, which reaches the writer through its proxy every time."""
-    # The writer's own draft file (its profile grants it no other), over the supplier's limit.
+    """The writer's own POST of an oversized draft: its front answers 413 without reading it,
+    then reads and drops what the writer still sends, so the answer reaches the writer."""
+    # The writer's own draft file (its profile grants it no other), over the front's limit.
     draft = bench.run.paths.workspace("writer").output / "draft.txt"
     draft.write_bytes(b"d" * (64 * 1024 + 1))
     path = "/cases/rfp-001/recommendations"
@@ -165,7 +114,7 @@ def test_the_role_holds_a_placeholder_not_the_real_key(bench: Bench, layer: Nono
 
 
 def test_the_check_suite_passes_and_records_no_credential() -> None:
-    with _bench() as bench:
+    with nono_bench() as bench:
         layer = NonoLayer(bench.run)
         try:
             layer.preflight()
@@ -181,8 +130,9 @@ def _suite_records_no_credential(bench: Bench, layer: NonoLayer) -> None:
     suite.boundary()
     run.checks.begin(Section("business", *suite.submission))
     draft = layer.role_path("writer", "out", "draft.txt")
-    layer.run_tool("writer", "write-file", draft, "Draft recommendation: award to northstar.\n")
-    suite.submit_draft(Path(draft))
+    text, expected = sample_draft(run)
+    layer.run_tool("writer", "write-file", draft, text)
+    suite.submit_draft(Path(draft), expected)
 
     lines = [line for line in bench.stream.getvalue().splitlines() if not line.startswith("== ")]
     assert lines and all(line.startswith("PASS ") for line in lines)

@@ -30,8 +30,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import create_run
 from app.tools.layer import ConfinementLayer
-
-DRAFT = "Draft recommendation: award to northstar.\n"
+from tests.support.drafts import sample_draft
 
 
 @dataclass(frozen=True)
@@ -95,8 +94,9 @@ def failing_check(
                 if layer is Layer.NONO:
                     run.checks.begin(Section("business", *steps.submission))
                     draft = built.role_path("writer", "out", "draft.txt")
-                    built.run_tool("writer", "write-file", draft, DRAFT)
-                    steps.submit_draft(Path(draft))
+                    text, expected = sample_draft(run)
+                    built.run_tool("writer", "write-file", draft, text)
+                    steps.submit_draft(Path(draft), expected)
         finally:
             built.close()
         lines = check_lines(stream)

@@ -185,6 +185,125 @@ def report(args: dict[str, Any]) -> None:
     os._exit(3)
 
 
+# --- the role's proxy -------------------------------------------------------------------------
+
+
+def proxy_address() -> tuple[str, int] | None:
+    """Where this role's proxy listens (nono: its base URL names it); None without one."""
+    base = os.environ.get("SUPPLIER_BASE_URL", "")
+    if not base.startswith("http://"):
+        return None
+    host, _, port = base[len("http://") :].split("/", 1)[0].rpartition(":")
+    return host, int(port)
+
+
+def _answer_of(connection: Any) -> str:
+    line = b""
+    while not line.endswith(b"\n") and len(line) < 200:
+        chunk = connection.recv(1)
+        if not chunk:
+            break
+        line += chunk
+    return line.decode("latin-1").strip()[:40] or "closed"
+
+
+def ask_proxy(method: str, target: str, body: bytes = b"", headers: str = "") -> str:
+    """One raw request to this role's proxy, or straight to the target where there is none
+    (bubblewrap); the answer's status line, or the errno that stopped it."""
+    import socket
+
+    proxy = proxy_address()
+    if proxy is None:
+        host, _, port = target.split("//")[-1].split("/")[0].rpartition(":")
+        proxy = (host.strip("[]"), int(port))
+    try:
+        connection = socket.create_connection(proxy, timeout=10)
+    except socket.gaierror:
+        return "no such name"
+    except OSError as error:
+        import errno
+
+        return errno.errorcode.get(error.errno or 0, str(error))
+    with connection:
+        head = f"{method} {target} HTTP/1.1\r\nHost: {target}\r\n{headers}"
+        head += f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        connection.sendall(head.encode() + body)
+        return _answer_of(connection)
+
+
+def tunnel(args: dict[str, Any]) -> None:
+    """Asks its proxy for each of ``args["requests"]`` (method, target), with the proxy token
+    nono would have handed it, if it has one; says what each was answered and exits 3, or,
+    with ``args["then"] == "continue"``, lets the genuine worker run."""
+    token = os.environ.get("SUPPLIER_API_KEY", "")
+    import base64
+
+    auth = "Proxy-Authorization: Basic " + base64.b64encode(f"nono:{token}".encode()).decode()
+    answers = [
+        f"{method} {target} -> {ask_proxy(method, target, headers=auth + chr(13) + chr(10))}"
+        for method, target in args["requests"]
+    ]
+    if args.get("then") == "continue":
+        return
+    os.write(2, ("hostile tunnel: " + "; ".join(answers) + "\n").encode())
+    os._exit(3)
+
+
+def flood_proxy(args: dict[str, Any]) -> None:
+    """Opens ``args["count"]`` connections to its proxy at once, a tunnel request on each, then
+    reads every answer; then the genuine worker runs."""
+    import socket
+
+    proxy = proxy_address()
+    assert proxy is not None
+    opened = []
+    for _ in range(int(args["count"])):
+        connection = socket.create_connection(proxy, timeout=10)
+        connection.sendall(b"CONNECT localhost:1 HTTP/1.1\r\nHost: localhost:1\r\n\r\n")
+        opened.append(connection)
+    for connection in opened:
+        _answer_of(connection)
+        connection.close()
+
+
+def post_drafts(args: dict[str, Any]) -> None:
+    """Posts its own draft file ``args["count"]`` times through its proxy, under no request id
+    of the run's; then the genuine worker runs (and posts it once more)."""
+    path = os.path.join(run_dir(), "writer", "out", "draft.txt")
+    with open(path, "rb") as draft:
+        body = draft.read()
+    token = os.environ.get("SUPPLIER_API_KEY", "")
+    case = args["case"]
+    for _ in range(int(args["count"])):
+        ask_proxy(
+            "POST",
+            f"/supplier/cases/{case}/recommendations",
+            body,
+            headers=f"X-Api-Key: {token}\r\nContent-Type: text/plain\r\n",
+        )
+
+
+def forge_draft(args: dict[str, Any]) -> None:
+    """Does the writer's write-draft itself, with a draft that awards to ``args["winner"]``:
+    the comparison saved as staged, the draft forged, a result line as the worker's; exits."""
+    argv = sys.argv[1:]
+    while argv[:1] and argv[0].startswith("--"):
+        argv = argv[2:]
+    in_dir, out_dir = argv[1], argv[2]
+    with open(os.path.join(in_dir, "comparison.json"), "rb") as source:
+        comparison = source.read()
+    case = json.loads(comparison)["case_id"]
+    with open(os.path.join(in_dir, "private.json"), "rb") as source:
+        reference = json.loads(source.read())["draft_reference"]
+    forged = f"Draft recommendation {reference} for case {case}: award to {args['winner']}.\n"
+    for name, data in (("comparison.json", comparison), ("draft.txt", forged.encode())):
+        fd = os.open(os.path.join(out_dir, name), os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, data)
+        os.close(fd)
+    os.write(1, RESULT_PREFIX + b'{"action": "write-draft", "errno": null, "ok": true}\n')
+    os._exit(0)
+
+
 def passthrough(args: dict[str, Any]) -> None:
     """Does nothing: the genuine worker runs."""
 
@@ -198,6 +317,10 @@ ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "answer": answer,
     "report": report,
     "passthrough": passthrough,
+    "tunnel": tunnel,
+    "flood-proxy": flood_proxy,
+    "post-drafts": post_drafts,
+    "forge-draft": forge_draft,
 }
 
 

@@ -92,3 +92,16 @@ def test_refused_call_does_not_count_as_a_read() -> None:
     result = correlate([refused_read], [], RUN)
     assert result.ok
     assert not result.had_successful_read
+
+
+def test_every_draft_of_the_run_in_the_suppliers_log_is_counted_whoever_sent_it() -> None:
+    assert correlate([READ, DRAFT], [entry(READ), entry(DRAFT)], RUN).drafts_posted == 1
+    # One a role's proxy passed on under an id of its own, never recorded by the run.
+    stamped = entry(DRAFT, request_id=f"{RUN}-writerproxy-1")
+    other_run = entry(DRAFT, request_id="other-c2")
+    result = correlate([READ, DRAFT], [entry(READ), entry(DRAFT), stamped, other_run], RUN)
+    assert result.drafts_posted == 2
+    assert result.problems == [
+        f"the supplier's log holds POST /cases/rfp-001/recommendations ({RUN}-writerproxy-1), "
+        "never made by the run"
+    ]

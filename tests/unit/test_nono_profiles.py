@@ -98,8 +98,12 @@ def test_online_roles_reach_one_host_through_the_credential_route(
     role: str, allowed: list[dict[str, str]]
 ) -> None:
     network = generate_profile(role, RUN_VALUES)["network"]  # type: ignore[arg-type]
-    # No host is listed for CONNECT tunnels: the reverse route is the one way out.
-    assert set(network) == {"custom_credentials"}
+    # No host is listed for CONNECT tunnels: the reverse route, at the front, is the one way out.
+    assert set(network) == {"custom_credentials", "proxy_front"}
+    once = [{"method": "POST", "path": "/cases/rfp-001/recommendations"}]
+    assert network["proxy_front"] == (
+        {"max_connections": 8, "once": once} if role == "writer" else {"max_connections": 8}
+    )
     assert network["custom_credentials"] == {
         "supplier": {
             "upstream": "https://localhost:8443",

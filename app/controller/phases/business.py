@@ -6,6 +6,7 @@ from app.controller import catalogue as c
 from app.controller.comparison import Comparison, compare
 from app.controller.phases.identity import StoredCase
 from app.core.case_files import MAX_DOCUMENT_BYTES
+from app.core.draft import ExpectedDraft, draft_reference
 from app.core.files import json_bytes, read_regular
 from app.core.run import Run
 from app.core.run_tree import stage_file
@@ -62,7 +63,8 @@ def business(
         detail=f"writer/out/comparison.json, {len(saved)} bytes"
         + ("" if same else ", differs from what was staged"),
     )
-    layer_checks.submit_draft(writer.output / "draft.txt")
+    expected = ExpectedDraft(draft_reference(run.run_id), run.case.case_id, mine.winner)
+    layer_checks.submit_draft(writer.output / "draft.txt", expected)
     return mine
 
 

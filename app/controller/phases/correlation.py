@@ -24,6 +24,7 @@ def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> Cor
         result.had_successful_read and result.had_accepted_draft,
         detail=f"read {result.had_successful_read}, draft {result.had_accepted_draft}",
     )
+    checks.expect_equal(c.ONE_DRAFT, result.drafts_posted, 1)
     if refuses_upstream:
         checks.require(
             c.REFUSED_OPERATION,

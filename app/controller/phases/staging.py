@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 from app.controller.phases.identity import StoredCase
+from app.core.draft import draft_reference
 from app.core.files import json_bytes
 from app.core.run import Run
 from app.core.run_tree import stage_file
@@ -21,7 +22,7 @@ def stage_inputs(run: Run, stored: StoredCase) -> None:
     os.chmod(proposals, 0o755)  # the tool's uid must list it, whatever mkdir's umask made of it
     for supplier_id, data in stored.proposal_bytes.items():
         stage_file(reader_in / "proposals" / f"{supplier_id}.json", data, tool, tool_owned=False)
-    private = {"draft_reference": f"DR-{run.run_id[:8]}", "note": "writer's private notes"}
+    private = {"draft_reference": draft_reference(run.run_id), "note": "writer's private notes"}
     stage_file(
         paths.workspace("writer").input / "private.json",
         json_bytes(private),

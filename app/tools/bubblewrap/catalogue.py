@@ -310,4 +310,4 @@ DRAFT_SUBMITTED: Final = Check(
     "business.draft.submitted",
     "the controller submits the writer's draft itself, and the supplier API accepts it: 201",
 )
-SUBMISSION: Final = (DRAFT_SUBMITTED,)
+SUBMISSION: Final = (*common.DRAFT_VERIFIED, DRAFT_SUBMITTED)

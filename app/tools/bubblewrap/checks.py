@@ -7,9 +7,8 @@ import os
 from concurrent.futures import Future
 from functools import partial
 from pathlib import Path
-from typing import Final
 
-from app.core.files import read_regular
+from app.core.draft import ExpectedDraft
 from app.core.results import ToolResult
 from app.core.run import Run
 from app.tools import catalogue as common_catalogue
@@ -23,10 +22,9 @@ from app.tools.bubblewrap.process_checks import ProcessChecks
 from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
+from app.tools.drafts import verified_draft
 from app.tools.layer import LayerChecks, LayerReadings
 from app.tools.together import Pending
-
-MAX_DRAFT_BYTES: Final = 64 * 1024
 
 
 class BubblewrapChecks(LayerChecks):
@@ -81,10 +79,8 @@ class BubblewrapChecks(LayerChecks):
 
         return Pending([partial(self.layer.run_tool, "reader", "open-read", inside)], judge)
 
-    def submit_draft(self, draft_path: Path) -> None:
-        # The writer owns its output directory: refuse a symlink or special file it may have
-        # planted there, so the controller never sends anything but the writer's own bytes.
-        body = read_regular(draft_path, MAX_DRAFT_BYTES)
+    def submit_draft(self, draft_path: Path, expected: ExpectedDraft) -> None:
+        body = verified_draft(self.run, draft_path, expected)
         reply = self.run.supplier_client.request(
             "POST",
             f"/cases/{self.run.case.case_id}/recommendations",

@@ -31,6 +31,7 @@ SUPPLIERS: Final = "GET /cases/<CASE>/suppliers"
 # input after writing its pid to its check.txt.
 HELD: Final = c.HELD.id
 RECOMMENDATIONS: Final = "POST /cases/<CASE>/recommendations"
+FRONT: Final = "network.proxy_front"
 
 
 def _starts(role: Role, because: str) -> Watched:
@@ -77,6 +78,9 @@ def _files(role: Role) -> dict[str, Proof]:
 def _route(role: Role) -> dict[str, Proof]:
     incomplete = _starts(role, "the launcher refuses an incomplete credential route")
     account: dict[str, Proof] = {f"{ROUTE}.{part}": incomplete for part in ROUTE_PARTS}
+    account[f"{FRONT}.max_connections"] = _starts(
+        role, "the launcher refuses a proxy front without a connection limit"
+    )
     allow = f"{ROUTE}.endpoint_policy.allow"
     if role == "reader":
         account[f"{allow}[{SUPPLIERS}]"] = _starts(
@@ -86,8 +90,11 @@ def _route(role: Role) -> dict[str, Proof]:
         account[f"{allow}[{SUPPLIERS}]"] = Watched(
             c.STATUS.id_for(request="writer.read"), "its own proxy answers 403"
         )
-        account[f"{allow}[{RECOMMENDATIONS}]"] = Watched(
-            c.DRAFT_SUBMITTED.id, "its draft is refused with 403"
+        account[f"{allow}[{RECOMMENDATIONS}]"] = _starts(
+            role, "the launcher refuses a once-only write its route does not list"
+        )
+        account[f"{FRONT}.once[{RECOMMENDATIONS}]"] = Watched(
+            c.EARLY_DRAFT.id, "its proxy passes a draft before one was verified (201)"
         )
     return account
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from app.core.catalogue import Check, Section, each
+from app.core.catalogue import Check, Section, each, unless, when
 from app.core.roles import ROLES
 from app.tools import catalogue as common
 from app.tools.attacks import FILTER_SAMPLES
@@ -195,18 +195,15 @@ STATUS: Final = Check(
 AUDIT: Final = Check(
     "nono.proxy.{request}.audit", "nono's audit records the {role}'s {method} {path}: {verdict}"
 )
+# A request the role's front answers itself (front.py): nono never sees it.
+FRONT: Final = Check(
+    "nono.proxy.{request}.front",
+    "the {role}'s proxy records {what} as refused at its front, {why}, and passes nothing to nono",
+)
 ALIAS_CONTROL: Final = Check(
     "nono.proxy.alias.control",
     "control: the controller reaches the same server by its second name, {alias}, with the real "
     "key: GET {path} returns 200",
-)
-TUNNEL: Final = Check(
-    "nono.proxy.tunnel.{target}",
-    "reader: its proxy refuses a tunnel to {where}, {what}: CONNECT answered 403",
-)
-TUNNEL_AUDIT: Final = Check(
-    "nono.proxy.tunnel.{target}.audit",
-    "nono's audit records the refused tunnel to {where}: deny, {reason}",
 )
 FOREIGN_PLACEHOLDER: Final = Check(
     "nono.proxy.foreign-placeholder",
@@ -220,20 +217,91 @@ ACCEPTED_UPSTREAM: Final = Check(
 )
 # The writer's refused operations, each accepted upstream from the controller.
 REFUSED_OPERATIONS: Final = ("writer.patch-supplier", "writer.purchase-order", "writer.other-case")
+BEHIND: Final = Check(
+    "nono.proxy.behind-front",
+    "behind the writer's front, its nono proxy refuses the same operations itself when the "
+    "controller sends them straight to it with the writer's placeholder, each recorded by nono "
+    "as deny by the endpoint policy: {said}",
+)
+EARLY_DRAFT: Final = Check(
+    "nono.proxy.writer.early-draft",
+    "writer: POST {path} through the writer's proxy, with its placeholder, before the "
+    "controller verified a draft, returns 403",
+)
+# Tunnels and absolute URIs: nono-py's own listener would let them through to the route's
+# upstream host on any port (docs/notes/nono-proxy-upstream-host.md).
+TUNNEL: Final = Check(
+    "nono.proxy.tunnel.{target}",
+    "reader: its proxy refuses a tunnel to {where}, {what}: CONNECT answered 403",
+)
+TUNNEL_AUDIT: Final = Check(
+    "nono.proxy.tunnel.{target}.audit",
+    "the reader's proxy records the tunnel to {where} as refused at its front, a tunnel, and "
+    "passes nothing to nono",
+)
+CANARY_CONTROL: Final = Check(
+    "nono.proxy.canary.control",
+    "control: the controller reaches a canary listening on the supplier's host at another "
+    "port, {where}, directly: GET / answered 200",
+)
+SERVICE_CONTROL: Final = Check(
+    "nono.proxy.canary.control",
+    "control: the controller connects to the supplier Service's host, {where}, directly",
+)
+OTHER_SERVERS: Final = Check(
+    "nono.proxy.{role}.other-servers",
+    "the {role}'s proxy refuses every request for another server, the canary on the supplier's "
+    "host and the AWS endpoint among them, each as a tunnel and as an absolute URI, under "
+    "several names for loopback: 403 each",
+)
+OTHER_SERVERS_FRONT: Final = Check(
+    "nono.proxy.{role}.other-servers.front",
+    "the {role}'s proxy records each of them as refused at its front, a tunnel or an absolute "
+    "URI, and passes none to nono",
+)
+CANARY_UNTOUCHED: Final = Check(
+    "nono.proxy.canary.untouched",
+    "the canary answered one connection, the controller's own: no role's request reached it "
+    "through its proxy",
+)
+LIMIT_CONTROL: Final = Check(
+    "nono.proxy.{role}.connection-limit.control",
+    "control: with {open} connections to the {role}'s proxy left open mid-request, the next is "
+    "served: its tunnel is answered 403",
+)
+LIMIT: Final = Check(
+    "nono.proxy.{role}.connection-limit",
+    "the {role}'s proxy serves at most {limit} connections at once: one more is answered 503 at "
+    "once, unread, so no flood of connections can grow the proxy",
+)
 
 SUPPLIER_PROXY: Final = Section(
     "supplier proxy",
     each("request", ("reader.read",), STATUS, AUDIT),
     ALIAS_CONTROL,
-    each("target", ("alias", "supplier"), TUNNEL, TUNNEL_AUDIT),
     each("request", ("writer.read",), STATUS, AUDIT),
     FOREIGN_PLACEHOLDER,
-    each("request", ("reader.draft",), STATUS, AUDIT),
-    each("request", REFUSED_OPERATIONS, ACCEPTED_UPSTREAM, STATUS, AUDIT),
+    each("request", ("reader.draft",), STATUS, FRONT),
+    each("request", REFUSED_OPERATIONS, ACCEPTED_UPSTREAM, STATUS, FRONT),
+    BEHIND,
+    EARLY_DRAFT,
+    each("request", ("writer.early-draft",), FRONT),
+    each("target", ("alias", "supplier"), TUNNEL, TUNNEL_AUDIT),
+    when("loopback", CANARY_CONTROL),
+    unless("loopback", SERVICE_CONTROL),
+    each("role", ONLINE_ROLES, OTHER_SERVERS, OTHER_SERVERS_FRONT),
+    when("loopback", CANARY_UNTOUCHED),
+    each("role", ONLINE_ROLES, LIMIT_CONTROL, LIMIT),
 )
 
 # --- business: the writer's own draft submission through its proxy -------------------------
 
+FORGED_DRAFT: Final = Check(
+    "nono.proxy.writer.forged-draft",
+    "the writer's proxy refuses a draft other than the one the controller verified: POST {path} "
+    "with the draft's winner changed answered 403, recorded as refused at its front, nothing "
+    "passed to nono",
+)
 DRAFT_SUBMITTED: Final = Check(
     "business.draft.submitted",
     "writer: POST {path} with its draft through its proxy returns 201",
@@ -242,4 +310,33 @@ DRAFT_AUDIT: Final = Check(
     "nono.proxy.writer.draft.audit",
     "nono's audit records the writer's POST {path}: allow, forwarded, supplier status 201",
 )
-SUBMISSION: Final = (DRAFT_SUBMITTED, DRAFT_AUDIT)
+DRAFT_AGAIN: Final = Check(
+    "nono.proxy.writer.draft-again",
+    "writer: POST {path} with the same draft again through the writer's proxy returns 403",
+)
+# The proxies' records, whole (proxy_audit.py).
+RECORDS_KEPT: Final = Check(
+    "nono.proxy.records.kept",
+    "every connection to the roles' proxies is on record, none dropped: {counts}",
+)
+RECORDS_MADE: Final = Check(
+    "nono.proxy.records.made",
+    "each of them is a request this run made, by its request id (and the connections each "
+    "connection-limit check left mid-request, {headless})",
+)
+RECORDS_NONO: Final = Check(
+    "nono.proxy.records.nono",
+    "and nono's audit holds exactly one decided record of each request the fronts passed it: "
+    "{counts}",
+)
+SUBMISSION: Final = (
+    *common.DRAFT_VERIFIED,
+    FORGED_DRAFT,
+    DRAFT_SUBMITTED,
+    DRAFT_AUDIT,
+    DRAFT_AGAIN,
+    each("request", ("writer.draft-again",), FRONT),
+    RECORDS_KEPT,
+    RECORDS_MADE,
+    RECORDS_NONO,
+)

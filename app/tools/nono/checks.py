@@ -14,6 +14,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolResult, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
@@ -69,8 +70,8 @@ class NonoChecks(LayerChecks):
         self.attacks.check()
         self.endpoints.check()
 
-    def submit_draft(self, draft_path: Path) -> None:
-        self.endpoints.submit_draft(draft_path)
+    def submit_draft(self, draft_path: Path, expected: ExpectedDraft) -> None:
+        self.endpoints.submit_draft(draft_path, expected)
 
     def readings(self) -> LayerReadings:
         return LayerReadings(process=self.processes.readings, attacks=self.attacks.answers_seen)

@@ -14,7 +14,7 @@ import secrets
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from contextlib import nullcontext
+from contextlib import nullcontext, suppress
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -47,7 +47,7 @@ from app.tools.nono.policy import (
     to_json,
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
-from app.tools.nono.proxy import ProxyRoute, RoleProxies
+from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
 from app.tools.together import run_together
 from app.tools.worker.credentials import DIGEST_ITERATIONS
@@ -95,7 +95,7 @@ class NonoLayer(ConfinementLayer):
         # Per run, held only here and in the online roles' environments: the salt of the
         # credential comparison, so a digest from one run says nothing about another.
         self._digest_key = secrets.token_hex(32)
-        self.proxies = RoleProxies(self.values.key_file)
+        self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
         self._request_ids = 0
         self._written = False
         # Tool processes may run at once (app/tools/together.py): the profiles are written once.
@@ -176,10 +176,35 @@ class NonoLayer(ConfinementLayer):
         if network.get("block") is True:
             caps.block_network()
         elif "custom_credentials" in network:
-            caps.proxy_only(self.proxies.handle(role, ProxyRoute.from_profile(role, network)))
+            self._start_proxy(role, network)
+            # The role's front alone: nono's own listener, and every other port, answer
+            # EACCES (nono-py's proxy_only would grant nono's listener, which tunnels).
+            caps.block_network()
+            caps.allow_tcp_connect_port(self.proxies.port(role))
         elif network:
             raise ToolRunError(f"the {role} profile's network section is not understood: {network}")
         return caps
+
+    @staticmethod
+    def _proxy_asked(role: Role, network: dict[str, Any]) -> tuple[ProxyRoute, ProxyFront]:
+        route = ProxyRoute.from_profile(role, network)
+        return route, ProxyFront.from_profile(role, network, route)
+
+    def _start_proxy(self, role: Role, network: dict[str, Any]) -> None:
+        self.proxies.start({role: self._proxy_asked(role, network)})
+
+    def _start_proxies(self) -> None:
+        """Starts the proxies' process and asks for every online role's proxy now, so that
+        they load, together, while the run goes on; a profile whose route is refused is left
+        for its role's first start to report."""
+        self.proxies.launch()
+        asked = {}
+        for role in ROLES:
+            network = self.live_profile(role).get("network", {})
+            if "custom_credentials" in network:
+                with suppress(ToolRunError):
+                    asked[role] = self._proxy_asked(role, network)
+        self.proxies.start(asked)
 
     def _controller_values(self) -> dict[str, str]:
         """The only values a role's kept variables can have: set here, never inherited."""
@@ -387,6 +412,7 @@ class NonoLayer(ConfinementLayer):
             self._stage_filter()
         except LibseccompError as error:
             raise LayerUnavailable(str(error), "apt-get install libseccomp2") from error
+        self._start_proxies()
         # The machine's part only: one tool process under the shipped evaluator profile.
         # What this run's own profiles do is for the checks to show, each on its own line.
         try:
@@ -412,6 +438,7 @@ class NonoLayer(ConfinementLayer):
             },
             "audit": self.proxies.audit_json(),
             "proxies": {role: self.proxies.base_url(role) for role in self.proxies.roles},
+            "proxy_host": self.proxies.host_json(),
             "largest_tool_peak_kib": self.tool_peak_kib,
             "time_limit": {
                 "seconds": self.time_limit_seconds,

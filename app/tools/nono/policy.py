@@ -37,6 +37,10 @@ CREDENTIAL_HEADER = "X-Api-Key"
 
 PURCHASE_ORDER = ("POST", "/purchase-orders")
 
+# A role's front (proxy.py) serves this many of its connections at once and answers 503 past
+# it: the worker opens one at a time, the supplier-proxy checks four at once.
+PROXY_MAX_CONNECTIONS = 8
+
 # "seccomp" adds nono's static filter under Landlock: with network blocked, socket(AF_INET)
 # itself fails (EPERM), not only connect; with proxy-only network, UDP, raw and every non-IP
 # socket fail too. Landlock alone filters TCP only.
@@ -87,13 +91,18 @@ class Widening:
 NO_WIDENING = Widening()
 
 
+def draft_rule(case_id: str) -> tuple[str, str]:
+    """The writer's one draft: passed once per run, with the body the controller verified."""
+    return ("POST", f"/cases/{case_id}/recommendations")
+
+
 def endpoint_rules(role: Role, case_id: str) -> list[tuple[str, str]]:
     """The HTTP method and path pairs the role's proxy forwards; empty for the offline role."""
     if role == "evaluator":
         return []
     rules = [("GET", f"/cases/{case_id}/suppliers")]
     if role == "writer":
-        rules.append(("POST", f"/cases/{case_id}/recommendations"))
+        rules.append(draft_rule(case_id))
     return rules
 
 
@@ -125,7 +134,11 @@ def generate_profile(
     network: dict[str, Any]
     if rules:
         # No CONNECT host is listed: a role reaches the supplier through the reverse route
-        # alone, and nono refuses a tunnel to a host with a credential route anyway.
+        # alone, at its proxy's front, which refuses every tunnel (proxy.py).
+        front: dict[str, Any] = {"max_connections": PROXY_MAX_CONNECTIONS}
+        once = [{"method": m, "path": p} for m, p in rules if (m, p) == draft_rule(values.case_id)]
+        if once:
+            front["once"] = once
         network = {
             "custom_credentials": {
                 CREDENTIAL_NAME: {
@@ -141,6 +154,7 @@ def generate_profile(
                     },
                 }
             },
+            "proxy_front": front,
         }
     elif widening.evaluator_network:
         network = {}

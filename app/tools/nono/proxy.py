@@ -1,56 +1,72 @@
-"""Each online role's own nono proxy: it holds the real supplier key, hands the role a
-placeholder, forwards only the listed method/path pairs, and records every request.
+"""Each online role's own proxy, as the controller drives it: a front the role alone can
+reach, and behind it nono's proxy, which holds the real supplier key, hands the role a
+placeholder, forwards only the listed method/path pairs and records every request.
 
-How a role reaches the supplier: the proxy serves a reverse-proxy route per credential,
-``SUPPLIER_BASE_URL=http://127.0.0.1:<port>/supplier``, and hands the role a placeholder in
-``SUPPLIER_API_KEY``. The role sends ``X-Api-Key: $SUPPLIER_API_KEY`` to that base URL like
-any API client; the proxy checks the placeholder, applies the endpoint policy and, only for an
-allowed request, swaps in the real key and forwards over TLS it verifies against the run's CA.
-A CONNECT tunnel to the supplier (``HTTPS_PROXY``) is refused by nono for a host that has a
-credential route, because a tunnel would bypass the method/path policy.
+How a role reaches the supplier: it sends ``X-Api-Key: $SUPPLIER_API_KEY`` to
+``SUPPLIER_BASE_URL=http://127.0.0.1:<front port>/supplier`` like any API client. Its
+Landlock rules let it connect to that one port. The front (front.py) accepts an origin-form
+request for one of the role's listed pairs and passes it to nono, which checks the
+placeholder and the endpoint rules again, swaps in the real key and forwards over TLS it
+verifies against the run's CA. A tunnel (CONNECT) or an absolute-URI request, to any host
+and port, is answered 403 by the front: nono-py 0.16.0 would let both through to the route's
+upstream host on any other port (docs/notes/nono-proxy-upstream-host.md).
+
+Both listeners live in one process apart from the controller's (proxy_host.py), so that no
+role can grow the controller's threads, memory or descriptors. The controller sends it one
+JSON command a line and reads one reply a line, each read with a bound and a deadline.
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.client
+import json
+import os
+import select
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from pathlib import Path
+from typing import IO, Any, Final
 from urllib.parse import urlsplit
 
-import nono_py
-
+from app.core.repo import REPO_ROOT
 from app.core.results import ToolRunError
 from app.core.roles import ROLES, Role
 from app.tools.execution import TOOL_TIMEOUT_SECONDS
+from app.tools.nono.front import FrontRecord
 from app.tools.nono.policy import CREDENTIAL_ENV_VAR
 
-# An allowed request's audit record gets its upstream status after the reply reaches the role.
-AUDIT_SETTLE_SECONDS: Final = 3.0
+# One reply line from the proxy host, and how long a reply may take (a seal waits for the
+# connections still open to reach their own deadlines).
+MAX_REPLY_BYTES: Final = 1024 * 1024
+REPLY_SECONDS: Final = 30.0
+STOP_SECONDS: Final = 2.0
+# What a front allows at most, whatever a profile asks: a role's tool process holds a few
+# connections at once, and each costs the proxy host a descriptor.
+MOST_CONNECTIONS: Final = 64
+_WILDCARDS: Final = frozenset("*?[]{}")
 
 
 @dataclass(frozen=True)
 class AuditEvent:
-    """One request as the role's proxy saw and decided it (nono's NetworkAuditEvent)."""
+    """One request as nono's proxy saw and decided it (nono's NetworkAuditEvent)."""
 
-    mode: str  # "reverse" for a credential route, "connect" for a tunnel
+    mode: str  # "reverse" for a credential route
     decision: str  # "allow" or "deny"
-    target: str
-    port: int | None
     method: str | None
     path: str | None
     status: int | None  # the supplier's status, once an allowed request was answered
     denial_category: str | None
 
     @classmethod
-    def from_nono(cls, event: Any) -> AuditEvent:
+    def from_nono(cls, event: Mapping[str, Any]) -> AuditEvent:
         return cls(
             mode=str(event["mode"]),
             decision=str(event["decision"]),
-            target=str(event["target"]),
-            port=event["port"],
             method=event["method"],
             path=event["path"],
             status=event["status"],
@@ -62,26 +78,14 @@ class AuditEvent:
         """nono forwarded the request: allowed, and carrying the supplier's status."""
         return self.decision == "allow" and self.status is not None
 
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "decision": self.decision,
-            "target": self.target,
-            "port": self.port,
-            "method": self.method,
-            "path": self.path,
-            "status": self.status,
-            "denial_category": self.denial_category,
-        }
+
+def nono_events(record: FrontRecord) -> list[AuditEvent]:
+    return [AuditEvent.from_nono(event) for event in record.nono]
 
 
-def forwarded(events: Sequence[AuditEvent]) -> bool:
-    return any(event.forwarded for event in events)
-
-
-def _settled(events: Sequence[AuditEvent]) -> bool:
-    """A request is decided once it was denied, or allowed and answered by the supplier."""
-    return any(e.decision == "deny" or e.forwarded for e in events)
+def forwarded(records: list[FrontRecord]) -> bool:
+    """Some request of ``records`` went on to the supplier (nono says so)."""
+    return any(event.forwarded for record in records for event in nono_events(record))
 
 
 @dataclass(frozen=True)
@@ -124,62 +128,251 @@ class ProxyRoute:
         # anything else, or for an empty list, cannot be expressed and is refused here.
         if default != "deny" or not rules:
             raise ToolRunError(f"the {role} profile's endpoint policy must default to deny")
+        # The front compares paths exactly; a pattern would mean one thing to it and another
+        # to nono.
+        if any(_WILDCARDS & set(path) for _, path in rules):
+            raise ToolRunError(f"the {role} profile's endpoint rules must name exact paths")
         return route
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "prefix": self.prefix,
+            "upstream": self.upstream,
+            "credential_key": self.credential_key,
+            "env_var": self.env_var,
+            "inject_header": self.inject_header,
+            "credential_format": self.credential_format,
+            "tls_ca": self.tls_ca,
+            "rules": [list(rule) for rule in self.rules],
+        }
+
+
+@dataclass(frozen=True)
+class ProxyFront:
+    """What a role's profile asks of its proxy's front (network.proxy_front)."""
+
+    max_connections: int
+    once: list[tuple[str, str]]  # the writes that pass once per run, with a verified body
+
+    @classmethod
+    def from_profile(cls, role: Role, network: dict[str, Any], route: ProxyRoute) -> ProxyFront:
+        """The front a profile asks for; without a connection limit it is refused, since a
+        front without one lets a role flood it, and so is a once-only write its route does
+        not list."""
+        try:
+            front = network["proxy_front"]
+            limit = front["max_connections"]
+            once = [(rule["method"], rule["path"]) for rule in front.get("once", [])]
+        except (KeyError, TypeError) as missing:
+            raise ToolRunError(
+                f"the {role} profile's proxy front is incomplete: {missing}"
+            ) from None
+        if type(limit) is not int or not 1 <= limit <= MOST_CONNECTIONS:
+            raise ToolRunError(
+                f"the {role} profile's proxy front must allow 1 to {MOST_CONNECTIONS} "
+                f"connections at once, not {limit!r}"
+            )
+        if not set(once) <= set(route.rules):
+            raise ToolRunError(f"the {role} profile's once-only writes are not all in its route")
+        return cls(limit, once)
+
+
+@dataclass(frozen=True)
+class StartedProxy:
+    front_port: int
+    variables: dict[str, str]
+
+
+class ProxyHostError(ToolRunError):
+    """The proxy host did not answer as it must: the run stops."""
+
+
+class _ProxyHost:
+    """The proxy host process and its command pipe, one command at a time."""
+
+    def __init__(self, log_file: Path) -> None:
+        self._log_file = log_file
+        with log_file.open("wb") as stderr:
+            self._process = subprocess.Popen(
+                # -P: the working directory, the run's own, is not on the module path.
+                [sys.executable, "-P", "-m", "app.tools.nono.proxy_host", str(os.getpid())],
+                # The run's folder, so that whoever lists processes sees whose it is.
+                cwd=log_file.parent,
+                env={"PATH": os.defpath, "PYTHONPATH": str(REPO_ROOT), "LC_ALL": "C.UTF-8"},
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                bufsize=0,
+                # A Ctrl-C at the terminal is the controller's to handle.
+                start_new_session=True,
+            )
+        self._buffer = b""
+        # Replies come back in the order the commands went: a reply read before its caller
+        # asked for it waits here, by its command's number.
+        self._sent = self._read = 0
+        self._early: dict[int, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    def send(self, command: dict[str, Any]) -> int:
+        """Sends a command without waiting; returns its ticket for ``reply``."""
+        with self._lock:
+            stdin = self._process.stdin
+            assert stdin is not None
+            try:
+                stdin.write(json.dumps(command).encode("utf-8") + b"\n")
+            except BrokenPipeError:
+                raise self._failed("it is not running") from None
+            self._sent += 1
+            return self._sent
+
+    def reply(self, ticket: int) -> dict[str, Any]:
+        """The reply to the command with ``ticket``, reading those before it first."""
+        with self._lock:
+            while self._read < ticket:
+                self._read += 1
+                self._early[self._read] = self._read_line()
+            reply = self._early.pop(ticket)
+        if not reply.get("ok"):
+            raise ProxyHostError(f"the proxy host refused a command: {reply.get('error')}")
+        return reply
+
+    def call(self, command: dict[str, Any]) -> dict[str, Any]:
+        return self.reply(self.send(command))
+
+    def _read_line(self) -> dict[str, Any]:
+        stdout = self._process.stdout
+        assert stdout is not None
+        deadline = time.monotonic() + REPLY_SECONDS
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > MAX_REPLY_BYTES:
+                raise self._failed(f"a reply over {MAX_REPLY_BYTES} bytes")
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([stdout], [], [], left)[0]:
+                raise self._failed(f"no reply within {REPLY_SECONDS:.0f}s")
+            chunk = os.read(stdout.fileno(), 65536)
+            if not chunk:
+                raise self._failed("it ended")
+            self._buffer += chunk
+        line, self._buffer = self._buffer.split(b"\n", 1)
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    def _failed(self, what: str) -> ProxyHostError:
+        tail = self._log_file.read_bytes()[-2000:].decode("utf-8", "replace").strip()
+        return ProxyHostError(
+            f"the roles' proxy host (pid {self.pid}) failed: {what}"
+            + (f"; its stderr ends: {tail!r}" if tail else "")
+        )
+
+    def stop(self) -> None:
+        stdin: IO[bytes] | None = self._process.stdin
+        if stdin is not None:
+            try:
+                stdin.write(b'{"op": "stop"}\n')
+                stdin.close()
+            except OSError:
+                pass
+        try:
+            self._process.wait(timeout=STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        if self._process.stdout is not None:
+            self._process.stdout.close()
 
 
 class RoleProxies:
-    """The proxies of one run, one per online role, started on first use, with their audit."""
+    """The proxies of one run, one per online role, with their records."""
 
-    def __init__(self, key_file: str) -> None:
+    def __init__(self, key_file: str, run_id: str, log_file: Path) -> None:
         self._key_file = key_file
-        self._handles: dict[Role, nono_py.ProxyHandle] = {}
-        self._audit: dict[Role, list[AuditEvent]] = {role: [] for role in ROLES}
+        self._run_id = run_id
+        self._log_file = log_file
+        self._host: _ProxyHost | None = None
+        self._tickets: dict[Role, int] = {}
+        self._replies: dict[int, dict[str, Any]] = {}
+        self._started: dict[Role, StartedProxy] = {}
+        self._records: dict[Role, list[FrontRecord]] = {role: [] for role in ROLES}
+        self._dropped: dict[Role, int] = dict.fromkeys(ROLES, 0)
+        self._sealed_usage: dict[str, int] | None = None
         # Tool processes may run at once (app/tools/together.py): a role's proxy is started
-        # once, and its audit records are taken one drain at a time.
+        # once, and its records are taken one drain at a time.
         self._lock = threading.RLock()
 
-    def handle(self, role: Role, route: ProxyRoute) -> nono_py.ProxyHandle:
-        """The role's own proxy: its own placeholder, its own endpoint rules."""
-        with self._lock:
-            handle = self._handles.get(role)
-            return handle if handle is not None else self._start(role, route)
+    def launch(self) -> None:
+        """Starts the proxy host process, which then loads while the run goes on.
 
-    def _start(self, role: Role, route: ProxyRoute) -> nono_py.ProxyHandle:
-        """Starts the role's proxy and checks it loaded the real key."""
-        config = nono_py.RouteConfig(
-            route.prefix,
-            route.upstream,
-            credential_key=route.credential_key,
-            env_var=route.env_var,
-            inject_header=route.inject_header,
-            credential_format=route.credential_format,
-            endpoint_rules=list(route.rules),
-            tls_ca=route.tls_ca,
-        )
-        handle = nono_py.start_proxy(
-            # No host for CONNECT tunnels: the role's one way out is the reverse route above.
-            nono_py.ProxyConfig(allowed_hosts=[], routes=[config])
-        )
-        problems = handle.diagnostics()
-        if problems:
-            handle.shutdown()
-            codes = ", ".join(sorted({str(p["code"]) for p in problems}))
-            raise ToolRunError(
-                f"the {role} proxy did not load its credential ({codes}); check that the "
-                f"supplier key file {self._key_file} exists and the controller can read it"
+        From the controller's main thread (the layer's preflight): the proxy host dies when
+        the thread that started it ends (PR_SET_PDEATHSIG), and this one ends with the run."""
+        with self._lock:
+            if self._host is None:
+                self._host = _ProxyHost(self._log_file)
+
+    def _running(self) -> _ProxyHost:
+        if self._host is None:
+            raise ProxyHostError(
+                "the roles' proxies were not launched (the layer's preflight does)"
             )
-        self._handles[role] = handle
-        return handle
+        return self._host
+
+    def start(self, asked: Mapping[Role, tuple[ProxyRoute, ProxyFront]]) -> None:
+        """Asks for these roles' proxies, started together, without waiting for them (``port``
+        waits); a role whose proxy was asked for already is left out."""
+        proxies: list[dict[str, Any]] = []
+        roles: list[Role] = []
+        with self._lock:
+            for role, (route, front) in asked.items():
+                if role in self._tickets:
+                    continue
+                roles.append(role)
+                proxies.append(
+                    {
+                        "role": role,
+                        "route": route.as_json(),
+                        "front": {
+                            "max_connections": front.max_connections,
+                            "once": [list(pair) for pair in front.once],
+                        },
+                    }
+                )
+            if not proxies:
+                return
+            command = {"op": "start", "run_id": self._run_id, "proxies": proxies}
+            ticket = self._running().send(command)
+            for role in roles:
+                self._tickets[role] = ticket
+
+    def port(self, role: Role) -> int:
+        """The port of the role's front: the one its Landlock rules let it connect to."""
+        with self._lock:
+            started = self._started.get(role)
+            if started is None:
+                ticket = self._tickets[role]
+                if ticket not in self._replies:
+                    self._replies[ticket] = self._running().reply(ticket)["started"]
+                reply = self._replies[ticket][role]
+                if "error" in reply:
+                    raise ToolRunError(
+                        f"the {role} proxy did not start ({reply['error']}); check that the "
+                        f"supplier key file {self._key_file} exists and the controller can read it"
+                    )
+                started = StartedProxy(int(reply["front_port"]), dict(reply["variables"]))
+                self._started[role] = started
+            return started.front_port
 
     @property
     def roles(self) -> list[Role]:
-        return list(self._handles)
+        return list(self._started)
 
     def sandbox_env(self, role: Role, env: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The role's kept variables plus what its proxy adds (none for an offline role)."""
-        if role not in self._handles:
+        if role not in self._started:
             return env
-        return self._handles[role].sandbox_env(env)
+        return [*env, *sorted(self._started[role].variables.items())]
 
     def variable_names(self, role: Role) -> list[str]:
         """The variable names the role's proxy adds (empty for an offline role)."""
@@ -187,65 +380,124 @@ class RoleProxies:
 
     def placeholder(self, role: Role) -> bytes:
         """The placeholder the role's proxy issued; held by the controller, never recorded."""
-        return self._handles[role].credential_env_vars()[CREDENTIAL_ENV_VAR].encode("utf-8")
+        return self._started[role].variables[CREDENTIAL_ENV_VAR].encode("utf-8")
 
     def base_url(self, role: Role) -> str:
-        """The role's reverse-proxy route."""
-        return self._handles[role].credential_env_vars()["SUPPLIER_BASE_URL"]
+        """The role's route, at its front."""
+        (url,) = (
+            v for name, v in self._started[role].variables.items() if name != CREDENTIAL_ENV_VAR
+        )
+        return url
 
-    # --- audit --------------------------------------------------------------------------------
+    # --- records ------------------------------------------------------------------------------
 
     def drain(self, role: Role) -> None:
         with self._lock:
-            if role in self._handles:
-                events = self._handles[role].drain_audit_events()
-                self._audit[role].extend(AuditEvent.from_nono(e) for e in events)
+            if role not in self._started:
+                return
+            while True:
+                reply = self._running().call({"op": "drain", "role": role})
+                self._records[role].extend(FrontRecord.from_json(r) for r in reply["records"])
+                self._dropped[role] = int(reply["dropped"])
+                if not reply["more"]:
+                    return
 
     def mark(self, role: Role) -> int:
         self.drain(role)
-        return len(self._audit[role])
+        return len(self._records[role])
 
-    def since(
-        self, role: Role, mark: int, names: Callable[[AuditEvent], bool] = lambda event: True
-    ) -> list[AuditEvent]:
-        """The role's proxy records after ``mark`` that ``names`` picks out, once the request
-        they describe is decided. Requests sent through one proxy at once are told apart this
-        way, by what each names (mode, method and path, or a tunnel's target)."""
-        deadline = time.monotonic() + AUDIT_SETTLE_SECONDS
-        while True:
-            self.drain(role)
-            with self._lock:
-                events = [event for event in self._audit[role][mark:] if names(event)]
-            if _settled(events) or time.monotonic() >= deadline:
-                return events
-            time.sleep(0.02)
+    def records(self, role: Role, mark: int = 0) -> list[FrontRecord]:
+        """The role's records after ``mark``, as of the last drain."""
+        with self._lock:
+            return list(self._records[role][mark:])
 
-    def audit_json(self) -> dict[str, list[dict[str, Any]]]:
+    def of(self, role: Role, request_id: str) -> list[FrontRecord]:
+        """The role's records of the request with ``request_id``: its front records a request
+        before the role has the answer, so a drain after the tool process ended holds it."""
+        self.drain(role)
+        return [r for r in self.records(role) if r.request_id == request_id]
+
+    def dropped(self, role: Role) -> int:
+        """Records the role's front could not keep (beyond its bound): each one counted."""
+        return self._dropped[role]
+
+    def audit_json(self) -> dict[str, Any]:
         return {
-            role: [e.as_json() for e in events] for role, events in self._audit.items() if events
+            role: {"records": [r.as_json() for r in records], "dropped": self._dropped[role]}
+            for role, records in self._records.items()
+            if role in self._started
         }
 
-    # --- the controller's own request through a role's proxy ----------------------------------
+    # --- what the controller asks of a role's proxy -------------------------------------------
 
-    def send(self, role: Role, method: str, path: str, *, key: bytes, request_id: str) -> int:
-        """A request to a role's proxy route with a chosen credential; returns the status."""
+    def arm(self, role: Role, method: str, path: str, body: bytes) -> None:
+        """Lets the role's once-only write pass once, with exactly ``body``."""
+        digest = hashlib.sha256(body).hexdigest()
+        self._running().call(
+            {"op": "arm", "role": role, "method": method, "path": path, "sha256": digest}
+        )
+
+    def behind(
+        self, role: Role, method: str, path: str, request_id: str
+    ) -> tuple[int | None, list[AuditEvent]]:
+        """The request sent straight to the role's nono listener, past its front, with the
+        role's placeholder: nono's own answer and its audit of it."""
+        reply = self._running().call(
+            {"op": "behind", "role": role, "method": method, "path": path, "request_id": request_id}
+        )
+        return reply["status"], [AuditEvent.from_nono(e) for e in reply["nono"]]
+
+    def usage(self) -> dict[str, int]:
+        """The proxy host's threads, descriptors and resident memory (KiB)."""
+        reply = self._running().call({"op": "usage"})
+        return {name: int(reply[name]) for name in ("threads", "descriptors", "rss_kib")}
+
+    def seal(self) -> None:
+        """No role reaches its proxy any more: the fronts stop accepting, what they recorded
+        is drained, and the proxy host's use of the machine is read for the evidence."""
+        if self._host is None:
+            return
+        self._host.call({"op": "seal"})
+        for role in self.roles:
+            self.drain(role)
+        self._sealed_usage = self.usage()
+
+    def host_json(self) -> dict[str, Any]:
+        """The proxy host, for the evidence: its pid, and its use of the machine once sealed."""
+        return {"pid": self.host_pid, "usage_when_sealed": self._sealed_usage}
+
+    def send(
+        self,
+        role: Role,
+        method: str,
+        path: str,
+        *,
+        key: bytes,
+        request_id: str,
+        body: bytes | None = None,
+    ) -> int:
+        """The controller's own request to a role's front, with a chosen credential."""
         route = urlsplit(self.base_url(role))
         connection = http.client.HTTPConnection(
             route.hostname or "", route.port or 80, timeout=TOOL_TIMEOUT_SECONDS
         )
+        headers = {"X-Api-Key": key.decode("latin-1"), "X-Analyst-Request-ID": request_id}
+        if body is not None:
+            headers["Content-Type"] = "text/plain"
         try:
-            connection.request(
-                method,
-                route.path + path,
-                headers={"X-Api-Key": key.decode("latin-1"), "X-Analyst-Request-ID": request_id},
-            )
+            connection.request(method, route.path + path, body=body, headers=headers)
             response = connection.getresponse()
             response.read()
             return response.status
         finally:
             connection.close()
 
+    @property
+    def host_pid(self) -> int | None:
+        return None if self._host is None else self._host.pid
+
     def close(self) -> None:
-        handles, self._handles = self._handles, {}
-        for handle in handles.values():
-            handle.shutdown()
+        with self._lock:
+            host, self._host = self._host, None
+        if host is not None:
+            host.stop()

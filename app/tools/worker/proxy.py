@@ -2,15 +2,16 @@
 
 The role's code is ordinary: it reads the base URL and the credential from its environment
 (``SUPPLIER_BASE_URL``, ``SUPPLIER_API_KEY``, both set by the controller from the proxy's own
-variables) and sends the key in the API's ``X-Api-Key`` header with urllib, which also
-honours the proxy variables. Nothing here knows whether the credential is real.
+variables) and sends the key in the API's ``X-Api-Key`` header with urllib. The other probes
+ask the same listener for what any program may ask a proxy for (a tunnel, an absolute URI,
+many connections at once), with sockets, so each answer is read as the status it is.
+Nothing here knows whether the credential is real.
 """
 
 from __future__ import annotations
 
-import base64
-import http.client
 import os
+import socket
 import urllib.error
 import urllib.request
 from urllib.parse import urlsplit
@@ -67,41 +68,88 @@ def supplier_request(args: list[str]) -> Result:
     return ok(method=method, path=path, status=status, request_id=request_id)
 
 
-def alias_request(args: list[str]) -> Result:
-    """``URL [REQUEST_ID]``: asks this role's HTTPS proxy for a tunnel to URL's host and port.
+def _front() -> tuple[str, int]:
+    """Where this role's proxy listens: the host and port its base URL names."""
+    base = urlsplit(os.environ[BASE_URL_VARIABLE])
+    return base.hostname or "", base.port or 80
 
-    This is the CONNECT urllib sends for an https:// URL when HTTPS_PROXY is set; the probe
-    sends it itself so the proxy's answer is read as a status code, never parsed from an
-    error message. A 200 (tunnel open) is reported as such and nothing more is sent.
-    """
-    url = args[0]
-    request_id = args[1] if len(args) > 1 else ""
-    target = urlsplit(url)
-    proxy_url = urllib.request.getproxies().get("https")
-    if not proxy_url:
-        raise RuntimeError("no HTTPS proxy in this role's environment")
-    proxy = urlsplit(proxy_url)
-    headers = {"Host": f"{target.hostname}:{target.port}"}
-    if proxy.username is not None:
-        token = f"{proxy.username}:{proxy.password or ''}".encode()
-        headers["Proxy-Authorization"] = "Basic " + base64.b64encode(token).decode("ascii")
-    connection = http.client.HTTPConnection(
-        proxy.hostname or "", proxy.port or 80, timeout=TIMEOUT_SECONDS
+
+def _status(connection: socket.socket) -> int:
+    """The status of the answer on ``connection``; anything but an HTTP status line raises,
+    so a closed connection is never read as a refusal."""
+    line = b""
+    while not line.endswith(b"\r\n"):
+        chunk = connection.recv(1)
+        if not chunk or len(line) > 256:
+            raise RuntimeError(f"the proxy sent no status line: {line[:80]!r}")
+        line += chunk
+    version, status, _ = (line.decode("ascii") + " ").split(" ", 2)
+    if not version.startswith("HTTP/1.") or not status.isdigit():
+        raise RuntimeError(f"the proxy sent no status line: {line[:80]!r}")
+    return int(status)
+
+
+def _raw_request(method: str, target: str, request_id: str) -> dict[str, object]:
+    """One request line sent as written, as any program may send it, and the answer."""
+    authority = target if method == "CONNECT" else urlsplit(target).netloc
+    head = (
+        f"{method} {target} HTTP/1.1\r\nHost: {authority or _front()[0]}\r\n"
+        f"X-Analyst-Request-ID: {request_id}\r\nConnection: close\r\n\r\n"
     )
+    fields: dict[str, object] = {"request_id": request_id, "method": method, "target": target}
     try:
-        try:
-            connection.request("CONNECT", f"{target.hostname}:{target.port}", headers=headers)
-        except OSError as error:
-            if error.errno is None:
-                raise
-            return refused(error, host=target.hostname, port=target.port, request_id=request_id)
-        status = connection.getresponse().status
+        connection = socket.create_connection(_front(), timeout=TIMEOUT_SECONDS)
+    except OSError as error:
+        if error.errno is None:
+            raise
+        return refused(error, **fields)
+    with connection:
+        connection.sendall(head.encode("ascii"))
+        return ok(status=_status(connection), **fields)
+
+
+def proxy_requests(args: list[str]) -> Result:
+    """``REQUEST_ID METHOD TARGET [...]``: each request line sent raw to this role's proxy (a
+    tunnel, an absolute URI: anything a program may ask a proxy for); reports each answer."""
+    if not args or len(args) % 3:
+        raise ValueError("proxy-requests takes REQUEST_ID METHOD TARGET triples")
+    triples = [args[i : i + 3] for i in range(0, len(args), 3)]
+    return ok(requests=[_raw_request(method, target, rid) for rid, method, target in triples])
+
+
+def proxy_connections(args: list[str]) -> Result:
+    """``COUNT REQUEST_ID``: opens COUNT - 1 connections to this role's proxy and leaves each
+    mid-request; sends one whole request on the next (a tunnel, answered at once) and keeps it
+    open; then opens one more and reads what it is told without sending anything. Reports
+    both answers. Every connection is closed at the end."""
+    count, request_id = int(args[0]), args[1]
+    host, port = _front()
+    held: list[socket.socket] = []
+    try:
+        for _ in range(count - 1):
+            idle = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
+            held.append(idle)
+            idle.sendall(b"GET /")
+        last = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
+        held.append(last)
+        last.sendall(
+            f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+            f"X-Analyst-Request-ID: {request_id}\r\n\r\n".encode()
+        )
+        within = _status(last)
+        beyond = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
+        held.append(beyond)
+        over = _status(beyond)
     finally:
-        connection.close()
-    return ok(host=target.hostname, port=target.port, connect_status=status, request_id=request_id)
+        for connection in held:
+            connection.close()
+    return ok(
+        open=count, within=within, beyond=over, request_id=request_id, target=f"{host}:{port}"
+    )
 
 
 ACTIONS: dict[str, Action] = {
     "supplier-request": supplier_request,
-    "alias-request": alias_request,
+    "proxy-requests": proxy_requests,
+    "proxy-connections": proxy_connections,
 }
