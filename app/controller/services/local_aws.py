@@ -63,6 +63,8 @@ LOOPBACK = "127.0.0.1"
 MOTO_LOG = "moto.log"
 # How long the bootstrap's first request may wait for moto to start and answer.
 STARTUP_TIMEOUT_SECONDS = 30.0
+# How long a moto that did not answer is given to end before it is reported still running.
+EXIT_WAIT_SECONDS = 5.0
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
 # the bootstrap client), so the environment variable below is derived from this tuple.
@@ -175,12 +177,20 @@ def start_moto_server(
 
 
 def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
-    """Why moto did not answer, for an error message: its exit status and the end of its log."""
+    """Why moto did not answer, for an error message: its exit status and the end of its log.
+
+    A moto that is ending closes its sockets, and so the controller's connection, before the
+    kernel gives it an exit status: it is waited for a moment before it is called running."""
+    code = None
+    if process is not None:
+        try:
+            code = process.wait(timeout=EXIT_WAIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            code = None
     try:
         output = (state_dir / MOTO_LOG).read_text(encoding="utf-8", errors="replace")[-2000:]
     except OSError:
         output = ""
-    code = None if process is None else process.poll()
     status = "still running" if code is None else f"exited {code}"
     return f"moto_listener {status} (output: {output.strip() or 'empty'})"
 
