@@ -53,7 +53,6 @@ def test_a_tool_process_loads_the_compiled_worker(work_base: Path) -> None:
         "prologue",
         "protocol",
         "business",
-        "digest",
     }
     assert all("/__pycache__/" in path and path.endswith(".pyc") for path in loaded), loaded
     for path in loaded:

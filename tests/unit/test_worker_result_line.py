@@ -1,5 +1,5 @@
-"""The worker writes its result line without json (protocol.to_json): the text must be exactly
-what json.dumps(value, sort_keys=True) gives, since the controller parses it with json."""
+"""The worker's result line, written with json, reads back through the controller's own parser
+(ToolResult.from_line) as the very values the action returned, whatever characters they hold."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from app.tools.worker.protocol import to_json
+from app.core.results import ToolResult
+from app.tools.worker.protocol import RESULT_PREFIX, emit, ok
 
 # Every kind of character a result may carry: JSON's escapes, other control characters,
 # non-ASCII in and beyond the BMP, and lone surrogates (a file name read with surrogateescape).
@@ -68,19 +69,36 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
     return {_random_text(rng): _random_value(rng, depth + 1) for _ in range(rng.randrange(5))}
 
 
+def _read_back(capsys: pytest.CaptureFixture[str], value: Any) -> Any:
+    """What the controller parses from the line the worker writes for a result holding value."""
+    emit("probe", ok(value=value))
+    (line,) = capsys.readouterr().out.splitlines()
+    assert line.startswith(RESULT_PREFIX)
+    parsed = ToolResult.from_line(line[len(RESULT_PREFIX) :])
+    assert parsed.action == "probe" and parsed.ok
+    return parsed.data["value"]
+
+
+def _same(parsed: Any, value: Any) -> bool:
+    # JSON has no tuple and NaN is unequal to itself: the texts are compared instead.
+    return json.dumps(parsed, sort_keys=True) == json.dumps(value, sort_keys=True)
+
+
 @pytest.mark.parametrize("value", SAMPLES, ids=repr)
-def test_each_kind_of_value_is_written_as_json_writes_it(value: Any) -> None:
-    assert to_json(value) == json.dumps(value, sort_keys=True)
+def test_each_kind_of_value_reads_back_as_it_was(
+    capsys: pytest.CaptureFixture[str], value: Any
+) -> None:
+    assert _same(_read_back(capsys, value), value)
 
 
-def test_random_results_are_written_as_json_writes_them() -> None:
+def test_random_results_read_back_as_they_were(capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(20261130)  # fixed: a failure names a value that reproduces
     for _ in range(2000):
-        value = {"action": "probe", "result": _random_value(rng)}
-        assert to_json(value) == json.dumps(value, sort_keys=True), value
+        value = _random_value(rng)
+        assert _same(_read_back(capsys, value), value), value
 
 
-@pytest.mark.parametrize("value", [b"bytes", {1, 2}, {1: "int key"}, object()], ids=repr)
-def test_a_type_json_would_not_write_as_given_is_refused(value: Any) -> None:
+@pytest.mark.parametrize("value", [b"bytes", {1, 2}, object()], ids=repr)
+def test_a_type_json_cannot_write_is_refused(value: Any) -> None:
     with pytest.raises(TypeError):
-        to_json(value)
+        emit("probe", ok(value=value))

@@ -8,10 +8,17 @@ own ACTIONS.
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 
-from . import prologue
-from .protocol import emit
+# A tool process runs one action and exits: the collector would find no garbage worth its
+# passes over what json and its imports build, so it never runs (2.2 million of the 47 million
+# instructions an env-names start takes with it on).
+gc.disable()
+
+from . import prologue  # noqa: E402
+from .protocol import emit  # noqa: E402
 
 ACTION_MODULES: dict[str, str] = {
     "read-case": "business",
@@ -60,7 +67,13 @@ def main(argv: list[str]) -> int:
 
 def run() -> None:
     """What a tool process runs (app/core/run_tree.py's WORKER_COMMAND)."""
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # The result line is written and flushed, and every file closed: the interpreter's own
+    # exit (every module torn down, a last collection) has nothing left to do (7.3 million of
+    # the 52 million instructions an env-names start takes with it).
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == "__main__":

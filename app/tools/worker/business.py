@@ -6,17 +6,11 @@ the controller checks that the confined process and its own code reach the same 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 
-from .digest import sha256_hex
-from .protocol import ok
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
-    from .protocol import Result
+from .protocol import Result, ok
 
 
 def _read(path: str) -> bytes:
@@ -32,7 +26,7 @@ def _write_output(path: str, data: bytes) -> str:
         os.write(fd, data)
     finally:
         os.close(fd)
-    return sha256_hex(data)
+    return hashlib.sha256(data).hexdigest()
 
 
 def read_case(args: list[str]) -> Result:
@@ -42,7 +36,7 @@ def read_case(args: list[str]) -> Result:
     case = json.loads(data)
     return ok(
         path=path,
-        sha256=sha256_hex(data),
+        sha256=hashlib.sha256(data).hexdigest(),
         case_id=case["case_id"],
         supplier_ids=[entry["id"] for entry in case["suppliers"]],
     )
@@ -54,13 +48,14 @@ def read_proposal(args: list[str]) -> Result:
     data = _read(path)
     return ok(
         path=path,
-        sha256=sha256_hex(data),
+        sha256=hashlib.sha256(data).hexdigest(),
         supplier_id=json.loads(data)["supplier_id"],
     )
 
 
-def _misses(supplier: dict[str, Any], req: dict[str, Any], available: bool) -> list[str]:
-    """The requirements a supplier misses; empty means eligible."""
+def _misses(supplier: dict[str, int], req: dict[str, int], available: bool) -> list[str]:
+    """The requirements a supplier misses (from its price, delivery and warranty, and the
+    case's three limits); empty means eligible."""
     misses = []
     if supplier["price_usd"] > req["max_price_usd"]:
         misses.append("price")

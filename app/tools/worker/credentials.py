@@ -6,11 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from .protocol import ok
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .protocol import Action, Result
+from .protocol import Action, Result, ok
 
 KEY_VARIABLE = "SUPPLIER_API_KEY"
 DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"

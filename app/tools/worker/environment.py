@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .protocol import ok
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .protocol import Action, Result
+from .protocol import Action, Result, ok
 
 
 def env_names(args: list[str]) -> Result:

@@ -4,11 +4,7 @@ from __future__ import annotations
 
 import socket
 
-from .protocol import ok, refused
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .protocol import Result
+from .protocol import Result, ok, refused
 
 
 def interfaces(args: list[str]) -> Result:

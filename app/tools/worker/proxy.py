@@ -17,11 +17,7 @@ import urllib.request
 from urllib.parse import urlsplit
 
 from .credentials import KEY_VARIABLE
-from .protocol import ok, refused
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .protocol import Action, Result
+from .protocol import Action, Result, ok, refused
 
 BASE_URL_VARIABLE = "SUPPLIER_BASE_URL"
 TIMEOUT_SECONDS = 10

@@ -5,11 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from .protocol import errno_name, ok, refused
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from .protocol import Action, Result
+from .protocol import Action, Result, errno_name, ok, refused
 
 STATUS_FIELDS = (
     "Uid",
