@@ -21,7 +21,7 @@ from typing import Any, Final
 import boto3
 from botocore.config import Config
 
-from app.controller.services.local_aws import start_moto_server
+from app.controller.services.local_aws import MotoServer
 from app.controller.services.processes import stop_process
 from app.core.iam_policy import pod_identity_trust_policy, render_permissions_policy
 from infra.bedrock_policy import bedrock_invoke_policy
@@ -113,7 +113,9 @@ class RehearsalAws:
             ),
         }
         requests = 3 + 1 + len(permissions) + len(self.pods)
-        self._process, self.endpoint_url = start_moto_server(self.state_dir, requests)
+        moto = MotoServer(self.state_dir, requests)
+        moto.wait_ready()
+        self._process, self.endpoint_url = moto.detach(), moto.endpoint_url
         iam = self.client("iam", _ANY_KEY)
         iam.create_user(UserName=ADMIN)
         iam.put_user_policy(

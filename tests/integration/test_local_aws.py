@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import sys
@@ -100,23 +101,29 @@ def test_session_ignores_environment_credentials(
 
 
 def test_the_port_is_the_runs_own_before_moto_has_started(tmp_path: Path) -> None:
-    """The socket is bound and listening before moto runs, and handed to it: the endpoint
-    accepts a connection at once, and moto's own process holds that very socket."""
-    process, endpoint = local_aws.start_moto_server(tmp_path, 0)
+    """The port is reserved before moto runs: a socket that does not ask to share it cannot
+    bind it (EADDRINUSE). moto binds it itself, says when it listens, and then accepts a
+    connection there, from the listening socket its own process holds."""
+    moto = local_aws.MotoServer(tmp_path, 0)
     try:
-        port = int(endpoint.rsplit(":", 1)[1])
+        port = int(moto.endpoint_url.rsplit(":", 1)[1])
+        with socket.socket() as other, pytest.raises(OSError) as taken:
+            other.bind(("127.0.0.1", port))
+        assert taken.value.errno == errno.EADDRINUSE
+        moto.wait_ready()
         socket.create_connection(("127.0.0.1", port), timeout=5).close()
-        held = _open_files(process.pid)
+        assert moto.process is not None
+        held = _open_files(moto.process.pid)
         listening = _listening_inodes(port)
         assert listening and {f"socket:[{inode}]" for inode in listening} <= held
     finally:
-        stop_process(process)
+        stop_process(moto.detach())
 
 
 def _open_files(pid: int) -> set[str]:
-    """What each of the process's descriptors refers to. moto is still importing, opening and
-    closing its modules' files: a descriptor listed may be closed before it is read, and is
-    then left out (the listening socket is inherited at exec and held for moto's life)."""
+    """What each of the process's descriptors refers to. moto may still be opening and closing
+    files: a descriptor listed may be closed before it is read, and is then left out (the
+    listening socket is held for moto's life)."""
     held = set()
     for fd in os.listdir(f"/proc/{pid}/fd"):
         try:
@@ -147,6 +154,6 @@ def test_a_moto_that_cannot_start_stops_the_setup_naming_its_output(
     local = LocalAws(paths, tool, run_seed(load_case_folder(CASE_DIR)), control_seed("rfp-001"))
     with pytest.raises(LocalAwsError) as stopped:
         local.__enter__()
-    assert "moto did not answer the first request" in str(stopped.value)
+    assert "moto did not start" in str(stopped.value)
     assert "moto_listener exited 3 (output: no moto here)" in str(stopped.value)
     assert local.pid is None  # stopped

@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -136,51 +137,97 @@ def _moto_program() -> list[str]:
     return [sys.executable, "-m", "app.controller.services.moto_listener"]
 
 
-def start_moto_server(
-    state_dir: Path, no_auth_requests: int
-) -> tuple[subprocess.Popen[bytes], str]:
-    """A moto server on loopback that serves ``no_auth_requests`` requests without checking
-    them and enforces IAM on every later one; returns the process and its endpoint URL.
-
-    The port is this run's from the moment it is bound here; the first request may be sent at
-    once, and waits in the socket's backlog until moto serves it (``moto_failure`` says why
-    one was not answered)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+def reserve_port() -> socket.socket:
+    """A loopback port of this run's own until moto listens on it: a socket bound to it with
+    SO_REUSEADDR and never listening. socket(7): another socket may then bind the port only if
+    it too asks to reuse it and neither listens; so moto's server (which asks, as every
+    werkzeug server does) binds it, nothing picking a free port is given it, and once moto
+    listens nobody else can bind it at all."""
+    reservation = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    reservation.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        listener.bind((LOOPBACK, 0))
-        listener.listen(64)
-        port = int(listener.getsockname()[1])
+        reservation.bind((LOOPBACK, 0))
+    except OSError:
+        reservation.close()
+        raise
+    return reservation
+
+
+class MotoServer:
+    """moto's process on a port reserved for it, and the word that it listens there."""
+
+    def __init__(self, state_dir: Path, no_auth_requests: int) -> None:
+        """Starts moto without waiting for it: a server that serves ``no_auth_requests``
+        requests without checking them and enforces IAM on every later one."""
+        self.state_dir = state_dir
+        self._reservation: socket.socket | None = reserve_port()
+        port = int(self._reservation.getsockname()[1])
+        self.endpoint_url = f"http://{LOOPBACK}:{port}"
+        self._ready, ready_end = os.pipe()
         env = {
             "PATH": os.defpath,
             "LC_ALL": "C.UTF-8",
             "PYTHONPATH": str(REPO_ROOT),
             "INITIAL_NO_AUTH_ACTION_COUNT": str(no_auth_requests),
+            # The port moto's replies name, as `MOTO_PORT=<port> moto_server` is told it.
+            "MOTO_PORT": str(port),
         }
-        with (state_dir / MOTO_LOG).open("wb") as log:
-            # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is the
-            # controller's to handle), and working in its own state directory, which names the
-            # run it belongs to.
-            process = subprocess.Popen(
-                dying_with_controller([*_moto_program(), str(listener.fileno())]),
-                env=env,
-                cwd=state_dir,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                pass_fds=(listener.fileno(),),
-                start_new_session=True,
+        try:
+            with (state_dir / MOTO_LOG).open("wb") as log:
+                # Tied to the controller's life, in its own session (a Ctrl-C at the terminal is
+                # the controller's to handle), and working in its own state directory, which
+                # names the run it belongs to.
+                self.process: subprocess.Popen[bytes] | None = subprocess.Popen(
+                    dying_with_controller([*_moto_program(), str(port), str(ready_end)]),
+                    env=env,
+                    cwd=state_dir,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(ready_end,),
+                    start_new_session=True,
+                )
+        except BaseException:
+            self._release()
+            raise
+        finally:
+            # moto holds its own copy: if it dies unready, the controller reads the pipe's end.
+            os.close(ready_end)
+
+    def wait_ready(self, timeout: float = STARTUP_TIMEOUT_SECONDS) -> None:
+        """Waits for moto's word that it listens; then the port needs no reservation."""
+        if self._reservation is None:
+            return
+        try:
+            readable, _, _ = select.select([self._ready], [], [], timeout)
+            said = os.read(self._ready, 64) if readable else b""
+        finally:
+            self._release()
+        if not said:  # the pipe closed unwritten, or nothing came in time
+            raise LocalAwsError(
+                f"moto did not start: {moto_failure(self.process, self.state_dir)}",
+                "check requirements-local.txt (moto and its server) is installed in this "
+                "environment",
             )
-    finally:
-        # moto holds its own copy: if it dies, connecting is refused rather than left waiting.
-        listener.close()
-    return process, f"http://{LOOPBACK}:{port}"
+
+    def _release(self) -> None:
+        if self._reservation is not None:
+            self._reservation.close()
+            self._reservation = None
+            os.close(self._ready)
+
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over moto's process for the caller to stop."""
+        self._release()
+        process, self.process = self.process, None
+        return process
 
 
 def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
-    """Why moto did not answer, for an error message: its exit status and the end of its log.
+    """Why moto did not start, for an error message: its exit status and the end of its log.
 
-    A moto that is ending closes its sockets, and so the controller's connection, before the
-    kernel gives it an exit status: it is waited for a moment before it is called running."""
+    A moto that is ending closes its descriptors, and so the ready pipe, before the kernel
+    gives it an exit status: it is waited for a moment before it is called running."""
     code = None
     if process is not None:
         try:
@@ -215,7 +262,7 @@ class LocalAws:
         self.bucket = bucket
         self.region = region
         self.state_dir = paths.top / "aws"
-        self._process: subprocess.Popen[bytes] | None = None
+        self._moto: MotoServer | None = None
         self._endpoint_url = ""
         self._admin: dict[str, str] = {}
         # One session for every client made here. It holds no credentials: each client is
@@ -225,9 +272,10 @@ class LocalAws:
     # -- moto -----------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Starts moto without waiting for it: ``provision`` sends the first request."""
+        """Starts moto without waiting for it: ``provision`` waits for it first."""
         self.state_dir.mkdir(mode=0o700)
-        self._process, self._endpoint_url = start_moto_server(self.state_dir, len(BOOTSTRAP_CALLS))
+        self._moto = MotoServer(self.state_dir, len(BOOTSTRAP_CALLS))
+        self._endpoint_url = self._moto.endpoint_url
 
     def _client(self, service: Service, key: tuple[str, str], *, retries: bool = True) -> Any:
         # Credentials are passed to the client, never through the environment, so nothing
@@ -235,7 +283,8 @@ class LocalAws:
         config = Config(
             retries={"mode": "standard"} if retries else {"total_max_attempts": 1},
             s3={"addressing_style": "path"},
-            # The bootstrap's first request waits for moto to start.
+            # moto builds each service's backend (IAM's managed policies among them) as its
+            # first request arrives.
             read_timeout=STARTUP_TIMEOUT_SECONDS,
         )
         return self._boto.client(
@@ -334,12 +383,15 @@ class LocalAws:
         """Bootstraps moto's admin, seeds the store and the analyst's role, and writes the
         analyst's credentials; stops moto if any of it fails."""
         try:
+            if self._moto is None:
+                raise LocalAwsError("moto was not started; use the stand-in inside `with`")
+            self._moto.wait_ready()
             try:
                 admin = self._bootstrap_admin()
             except BotoCoreError as error:
                 raise LocalAwsError(
                     f"moto did not answer the first request ({error}): "
-                    f"{moto_failure(self._process, self.state_dir)}",
+                    f"{moto_failure(self._moto.process, self.state_dir)}",
                     "check requirements-local.txt (moto and its server) is installed in this "
                     "environment",
                 ) from error
@@ -369,7 +421,8 @@ class LocalAws:
     @property
     def pid(self) -> int | None:
         """moto's process id while it runs."""
-        return None if self._process is None else self._process.pid
+        process = None if self._moto is None else self._moto.process
+        return None if process is None else process.pid
 
     def admin_store(self) -> CaseStore:
         """The store as the local admin: the control that shows an object the analyst is
@@ -382,8 +435,8 @@ class LocalAws:
     def detach(self) -> subprocess.Popen[bytes] | None:
         """Hands over moto's process for the caller to stop, and forgets the admin's keys."""
         self._admin = {}
-        process, self._process = self._process, None
-        return process
+        moto, self._moto = self._moto, None
+        return None if moto is None else moto.detach()
 
     def stop(self) -> None:
         stop_process(self.detach())
