@@ -32,7 +32,6 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Literal
 
 import boto3
@@ -42,7 +41,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.loaders import Loader, create_loader
 
 from app.controller.services.die_with_controller import dying_with_controller
-from app.controller.services.processes import stop_process
+from app.controller.services.processes import LoopbackService
 from app.controller.services.seeds import SeedCase
 from app.controller.store import CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
@@ -242,7 +241,7 @@ def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> st
     return f"moto_listener {status} (output: {output.strip() or 'empty'})"
 
 
-class LocalAws:
+class LocalAws(LoopbackService):
     """Starts moto, provisions the analyst's world, and stops moto when the block ends."""
 
     def __init__(
@@ -418,11 +417,8 @@ class LocalAws:
             expected_caller_arn=str(assumed["AssumedRoleUser"]["Arn"]),
         )
 
-    @property
-    def pid(self) -> int | None:
-        """moto's process id while it runs."""
-        process = None if self._moto is None else self._moto.process
-        return None if process is None else process.pid
+    def running(self) -> subprocess.Popen[bytes] | None:
+        return None if self._moto is None else self._moto.process
 
     def admin_store(self) -> CaseStore:
         """The store as the local admin: the control that shows an object the analyst is
@@ -433,18 +429,7 @@ class LocalAws:
         return CaseStore(self._client("s3", admin), self._client("sts", admin), self.bucket)
 
     def detach(self) -> subprocess.Popen[bytes] | None:
-        """Hands over moto's process for the caller to stop, and forgets the admin's keys."""
+        """Also forgets the admin's keys."""
         self._admin = {}
         moto, self._moto = self._moto, None
         return None if moto is None else moto.detach()
-
-    def stop(self) -> None:
-        stop_process(self.detach())
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

@@ -12,11 +12,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 
 from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.services.pki import generate_run_pki
-from app.controller.services.processes import stop_process
+from app.controller.services.processes import LoopbackService
 from app.core.endpoints import SupplierEndpoint
 from app.core.errors import RunStopped
 from app.core.repo import REPO_ROOT
@@ -44,7 +43,7 @@ def _write_public(path: Path, data: bytes) -> None:
     os.chmod(path, 0o644)
 
 
-class LocalSupplierService:
+class LocalSupplierService(LoopbackService):
     """Runs ``python -m app.supplier_api serve`` on 127.0.0.1 for the length of a ``with`` block."""
 
     def __init__(
@@ -158,23 +157,9 @@ class LocalSupplierService:
         self.start()
         return self.ready()
 
-    @property
-    def pid(self) -> int | None:
-        """The server's process id while it runs."""
-        return None if self._process is None else self._process.pid
+    def running(self) -> subprocess.Popen[bytes] | None:
+        return self._process
 
     def detach(self) -> subprocess.Popen[bytes] | None:
-        """Hands over the server's process for the caller to stop."""
         process, self._process = self._process, None
         return process
-
-    def stop(self) -> None:
-        stop_process(self.detach())
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()

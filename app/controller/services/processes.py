@@ -1,9 +1,11 @@
-"""Stopping the loopback services a local run starts (moto, the supplier API)."""
+"""The loopback services a local run starts (moto, the supplier API): their common shape, and
+stopping them."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 STOP_TIMEOUT_SECONDS = 5.0
@@ -27,3 +29,28 @@ def stop_processes(processes: Sequence[subprocess.Popen[bytes] | None]) -> None:
 def stop_process(process: subprocess.Popen[bytes] | None) -> None:
     """Asks a service to stop, and kills it if it has not within the timeout."""
     stop_processes([process])
+
+
+class LoopbackService(ABC):
+    """One loopback service's process, stopped when its ``with`` block ends, however it ends."""
+
+    @abstractmethod
+    def running(self) -> subprocess.Popen[bytes] | None:
+        """The service's process while this object holds it."""
+
+    @abstractmethod
+    def detach(self) -> subprocess.Popen[bytes] | None:
+        """Hands over the service's process for the caller to stop (the run stops both
+        services together, so that each one's exit overlaps the other's)."""
+
+    @property
+    def pid(self) -> int | None:
+        """The service's process id while it runs."""
+        process = self.running()
+        return None if process is None else process.pid
+
+    def stop(self) -> None:
+        stop_process(self.detach())
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
