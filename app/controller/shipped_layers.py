@@ -10,6 +10,7 @@ from app.core.errors import LayerUnavailable
 from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.layer import ConfinementLayer
+from app.tools.nono.prerequisites import NONO_PY_PIN
 
 LayerFactory = Callable[[Run], ConfinementLayer]
 
@@ -27,7 +28,7 @@ def shipped_layer(name: Layer) -> LayerFactory:
             except ImportError as error:
                 raise LayerUnavailable(
                     f"nono-py cannot be imported ({error})",
-                    "install it into this environment: pip install nono-py==0.16.0",
+                    f"install it into this environment: pip install {NONO_PY_PIN}",
                 ) from error
             return NonoLayer
         case _:
