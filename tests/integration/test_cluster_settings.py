@@ -8,10 +8,7 @@ crashed or said rc 0.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -31,17 +28,9 @@ AGENT = cluster_env.POD_IDENTITY_URI
 CLAIMS = {variable.name: f"{variable.name} is {variable.what}" for variable in VARIABLES}
 
 
-@pytest.fixture
-def place() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-cluster-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
-
-
-def _file(place: Path, name: str, data: bytes) -> str:
-    (place / name).write_bytes(data)
-    return str(place / name)
+def _file(work_base: Path, name: str, data: bytes) -> str:
+    (work_base / name).write_bytes(data)
+    return str(work_base / name)
 
 
 CASES: list[tuple[str, Callable[[Path], str], str]] = [
@@ -67,22 +56,22 @@ CASES: list[tuple[str, Callable[[Path], str], str]] = [
     ids=[f"{name} {problem.split(' (')[0]}" for name, _, problem in CASES],
 )
 def test_an_unusable_cluster_setting_is_refused_before_anything_and_doctor_agrees(
-    name: str, value: Callable[[Path], str], problem: str, place: Path
+    name: str, value: Callable[[Path], str], problem: str, work_base: Path
 ) -> None:
-    files = place / "files"
+    files = work_base / "files"
     files.mkdir()
     given = value(files)
     # The supplier's name resolves here, so that doctor's one FAIL is the setting's.
     env = clean_env(**cluster_environment(files, **{URL: "https://localhost:8443", name: given}))
-    before = listing(place)
-    work, out = place / "work", place / "out"
+    before = listing(work_base)
+    work, out = work_base / "work", work_base / "out"
     ran = controller("run", "--layer", "nono", "--workdir", str(work), "--out", str(out), env=env)
     assert ran.returncode == 2, ran.stderr
     line = the_one_line(ran)
     assert line.startswith(f"error (bad input): {name}={given!r}: {problem}"), line
     assert f"; {name} must be " in line
     # Nothing exists: not even the work directory's base, which a bad key file once left.
-    assert listing(place) == before and not work.exists()
+    assert listing(work_base) == before and not work.exists()
     checked = controller("doctor", "--layer", "nono", "--workdir", str(work), env=env)
     assert checked.returncode == 3, checked.stdout
     found, fix = doctor_fail(checked, CLAIMS[name])
@@ -90,11 +79,11 @@ def test_an_unusable_cluster_setting_is_refused_before_anything_and_doctor_agree
     assert "Traceback" not in checked.stdout + checked.stderr
 
 
-def test_every_cluster_setting_passes_doctor_when_well_formed(place: Path) -> None:
+def test_every_cluster_setting_passes_doctor_when_well_formed(work_base: Path) -> None:
     """The control: with every file real and every value well formed, doctor passes each
     variable (the supplier's address answering is another matter, and is not asked here)."""
-    env = clean_env(**cluster_environment(place, **{URL: "https://localhost:8443"}))
-    checked = controller("doctor", "--layer", "nono", "--workdir", str(place / "w"), env=env)
+    env = clean_env(**cluster_environment(work_base, **{URL: "https://localhost:8443"}))
+    checked = controller("doctor", "--layer", "nono", "--workdir", str(work_base / "w"), env=env)
     for claim in CLAIMS.values():
         assert f"PASS {claim}: " in checked.stdout, checked.stdout
     assert "not-a-real-key" not in checked.stdout and "eyJhbGciOi" not in checked.stdout

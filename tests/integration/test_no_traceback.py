@@ -6,11 +6,8 @@ A table: the command, what it is given, the exit code, and a fragment of its las
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -40,9 +37,9 @@ class Bad:
     fragment: str
 
 
-def _file(place: Path, name: str, text: str) -> str:
-    (place / name).write_text(text)
-    return str(place / name)
+def _file(work_base: Path, name: str, text: str) -> str:
+    (work_base / name).write_text(text)
+    return str(work_base / name)
 
 
 @cache
@@ -57,14 +54,14 @@ def _evidence(*options: str) -> list[str]:
 def _serve(*options: str) -> Callable[[Path], list[str]]:
     """The supplier API's serve with every required option, some replaced by ``options``."""
 
-    def argv(place: Path) -> list[str]:
+    def argv(work_base: Path) -> list[str]:
         pki = _pki()
         given = {
             "--case-dir": "cases/rfp-001",
-            "--key-file": _file(place, "key", "k\n"),
-            "--cert": _file(place, "cert", pki.server_cert_pem.decode()),
-            "--key": _file(place, "pkey", pki.server_key_pem.decode()),
-            "--log": str(place / "log.jsonl"),
+            "--key-file": _file(work_base, "key", "k\n"),
+            "--cert": _file(work_base, "cert", pki.server_cert_pem.decode()),
+            "--key": _file(work_base, "pkey", pki.server_key_pem.decode()),
+            "--log": str(work_base / "log.jsonl"),
         }
         pairs = dict(zip(options[::2], options[1::2], strict=True))
         flat = [part for name, value in {**given, **pairs}.items() for part in (name, value)]
@@ -217,14 +214,6 @@ ROWS = [
 ]
 
 
-@pytest.fixture
-def place() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-bad-options-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
-
-
 def test_the_table_covers_every_command() -> None:
     programs = {row.name.split(",")[0].split(" ")[0] for row in ROWS}
     assert {"controller", "run", "demo", "doctor", "guest-readings", "nitro-evidence", "case",
@@ -233,9 +222,9 @@ def test_the_table_covers_every_command() -> None:
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
 def test_a_bad_option_ends_with_its_code_and_a_message_never_a_traceback(
-    row: Bad, place: Path
+    row: Bad, work_base: Path
 ) -> None:
-    done = command(row.argv(place), env=clean_env(), timeout=120)
+    done = command(row.argv(work_base), env=clean_env(), timeout=120)
     output = done.stdout + done.stderr
     assert "Traceback" not in output, output[-3000:]
     assert done.returncode == row.code, output[-3000:]

@@ -7,14 +7,11 @@ point's first line on ends it with the documented code and one line.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,22 +37,22 @@ CLEANED = (
 )
 
 
-@pytest.fixture
-def place() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-streams-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
+def _run_args(work_base: Path, layer: str = "nono") -> list[str]:
+    return [
+        "run",
+        "--layer",
+        layer,
+        "--workdir",
+        str(work_base / "work"),
+        "--out",
+        str(work_base / "out"),
+    ]
 
 
-def _run_args(place: Path, layer: str = "nono") -> list[str]:
-    return ["run", "--layer", layer, "--workdir", str(place / "work"), "--out", str(place / "out")]
-
-
-def _nothing_left(place: Path) -> None:
+def _nothing_left(work_base: Path) -> None:
     """No run tree, no report folder, no process of the run."""
-    work = place / "work"
-    assert not (place / "out").exists()
+    work = work_base / "work"
+    assert not (work_base / "out").exists()
     assert not work.exists() or list(work.iterdir()) == []
     assert processes_of(work) == []
 
@@ -63,20 +60,20 @@ def _nothing_left(place: Path) -> None:
 # --- 6: closed standard streams ---------------------------------------------------------------
 
 
-def test_a_closed_standard_output_is_refused_before_anything(place: Path) -> None:
+def test_a_closed_standard_output_is_refused_before_anything(work_base: Path) -> None:
     """It was misdiagnosed as 'moto did not answer': a service's socket took descriptor 1."""
-    ran = controller(*_run_args(place), prefix=in_shell("exec >&-"))
+    ran = controller(*_run_args(work_base), prefix=in_shell("exec >&-"))
     assert ran.returncode == 2, ran.stderr
     assert the_one_line(ran) == (
         "error (bad input): standard output is closed: the check lines and the run's result "
         "are written there; run it with its output on a terminal, in a file or into a pipe"
     )
-    assert listing(place) == set()
+    assert listing(work_base) == set()
 
 
 @pytest.mark.parametrize("closing", ["exec <&-", "exec 2>&-"], ids=["stdin", "stderr"])
-def test_a_closed_standard_input_or_error_changes_nothing(closing: str, place: Path) -> None:
-    ran = controller(*_run_args(place), prefix=in_shell(closing))
+def test_a_closed_standard_input_or_error_changes_nothing(closing: str, work_base: Path) -> None:
+    ran = controller(*_run_args(work_base), prefix=in_shell(closing))
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr
     assert re.search(r"^ANALYST_COMPLETE=[0-9a-f]{32}$", ran.stdout, re.MULTILINE)
 
@@ -85,10 +82,10 @@ def test_a_closed_standard_input_or_error_changes_nothing(closing: str, place: P
 
 
 @pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
-def test_a_reader_that_goes_away_stops_the_run_cleanly(layer: str, place: Path) -> None:
+def test_a_reader_that_goes_away_stops_the_run_cleanly(layer: str, work_base: Path) -> None:
     """`run ... | head -1`: a BrokenPipeError traceback once; now one line and a clean stop."""
     process = subprocess.Popen(
-        [*CONTROLLER, *_run_args(place, layer)],
+        [*CONTROLLER, *_run_args(work_base, layer)],
         cwd=REPO_ROOT,
         env=clean_env(),
         stdin=subprocess.DEVNULL,
@@ -102,14 +99,14 @@ def test_a_reader_that_goes_away_stops_the_run_cleanly(layer: str, place: Path) 
     errors = process.stderr.read().decode()
     assert process.wait(timeout=300) == 1, errors
     assert errors.splitlines() == [f"{LOST}its reader has closed it (Broken pipe){CLEANED}"]
-    _nothing_left(place)
+    _nothing_left(work_base)
 
 
-def test_a_full_output_file_is_named_as_such(place: Path) -> None:
+def test_a_full_output_file_is_named_as_such(work_base: Path) -> None:
     """`> /dev/full` was reported as 'a file of the run: No space left on device'."""
     with open("/dev/full", "w") as full:
         ran = subprocess.run(
-            [*CONTROLLER, *_run_args(place)],
+            [*CONTROLLER, *_run_args(work_base)],
             cwd=REPO_ROOT, env=clean_env(), stdin=subprocess.DEVNULL, stdout=full,
             stderr=subprocess.PIPE, text=True, timeout=300,
         )  # fmt: skip
@@ -117,14 +114,14 @@ def test_a_full_output_file_is_named_as_such(place: Path) -> None:
     assert ran.stderr.splitlines() == [
         f"{LOST}the file it goes to is full (No space left on device){CLEANED}"
     ]
-    _nothing_left(place)
+    _nothing_left(work_base)
 
 
 # --- 15: an encoding that cannot show the text ------------------------------------------------
 
 
-def test_an_ascii_only_output_gets_escapes_not_a_traceback(place: Path) -> None:
-    ran = command([*CONTROLLER, *_run_args(place)], env=clean_env(PYTHONIOENCODING="ascii"))
+def test_an_ascii_only_output_gets_escapes_not_a_traceback(work_base: Path) -> None:
+    ran = command([*CONTROLLER, *_run_args(work_base)], env=clean_env(PYTHONIOENCODING="ascii"))
     assert ran.returncode == 0, ran.stderr[-3000:]
     assert ran.stderr == ""
     assert "\\u2026" in ran.stdout  # the ellipsis of a shortened digest, escaped
@@ -148,12 +145,12 @@ def _opened_before_the_handlers(log: str) -> list[str]:
 
 
 @pytest.mark.skipif(shutil.which("strace") is None, reason="strace is not installed")
-def test_the_stop_handlers_are_the_entry_points_first_act(place: Path) -> None:
+def test_the_stop_handlers_are_the_entry_points_first_act(work_base: Path) -> None:
     """Watched from outside with strace: after the entry point's own file, nothing loads
     before SIGINT, SIGTERM and SIGHUP have their handlers but the signals module itself and
     what it needs of the standard library (the typing module and re once loaded first,
     leaving the interpreter's KeyboardInterrupt and SIGTERM's silent death in that window)."""
-    log = place / "strace.log"
+    log = work_base / "strace.log"
     ran = command(
         ["strace", "-qq", "-e", "trace=openat,rt_sigaction", "-o", str(log), *CONTROLLER, "--help"]
     )
@@ -181,11 +178,13 @@ ONE_LINE = re.compile(
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
-def test_a_stop_signal_at_any_moment_gives_its_code_and_one_line(signum: int, place: Path) -> None:
+def test_a_stop_signal_at_any_moment_gives_its_code_and_one_line(
+    signum: int, work_base: Path
+) -> None:
     """From the moment the handlers are in place (SIGTERM caught: Python sets none of its
     own) through loading, the checks of the options and the run itself."""
-    for delay_ms in (0, 1, 3, 10, 30, 100, 300, 1000, 2000):
-        base = place / f"{delay_ms}"
+    for delay_ms in (0, 3, 30, 300, 1500):
+        base = work_base / f"{delay_ms}"
         base.mkdir()
         process = subprocess.Popen(
             [*CONTROLLER, *_run_args(base)],

@@ -11,10 +11,8 @@ its run's requests in it; its command line refuses what it cannot use with exit 
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,15 +41,8 @@ READ = "/cases/rfp-001/suppliers"
 
 
 @pytest.fixture
-def place() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-supplier-", dir="/var/tmp"))
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
-
-
-@pytest.fixture
-def served(place: Path) -> Iterator[Served]:
-    with supplier_api(place) as running:
+def served(work_base: Path) -> Iterator[Served]:
+    with supplier_api(work_base) as running:
         yield running
 
 
@@ -202,8 +193,8 @@ def test_noise_without_the_key_neither_grows_the_log_past_its_bound_nor_hides_a_
 # --- 16: the command line -----------------------------------------------------------------------
 
 
-def test_its_command_line_refuses_what_it_cannot_use(place: Path) -> None:
-    files = write_files(place)
+def test_its_command_line_refuses_what_it_cannot_use(work_base: Path) -> None:
+    files = write_files(work_base)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
@@ -220,7 +211,7 @@ def test_its_command_line_refuses_what_it_cannot_use(place: Path) -> None:
         for options, message in cases:
             started = time.monotonic()
             done = subprocess.run(
-                serve_command(place, files, *options), cwd=REPO_ROOT, capture_output=True,
+                serve_command(work_base, files, *options), cwd=REPO_ROOT, capture_output=True,
                 text=True, timeout=60, stdin=subprocess.DEVNULL,
             )  # fmt: skip
             assert done.returncode == 2, (options, done.stderr)

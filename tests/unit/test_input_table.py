@@ -10,7 +10,6 @@ that left anything behind (a run tree, a report folder, a staging folder) fails 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import pytest
 
 from app.controller import cli
 from app.core import cluster_env, cluster_settings
+from tests.support.entry_points import listing
 from tests.support.input_folder import (
     ESC,
     Folder,
@@ -49,14 +49,6 @@ def tripwires(monkeypatch: pytest.MonkeyPatch) -> None:
     set_tripwires(monkeypatch)
 
 
-def _listing(base: Path) -> set[str]:
-    found = set()
-    for root, dirs, files in os.walk(base):
-        for name in dirs + files:
-            found.add(str(Path(root, name).relative_to(base)))
-    return found
-
-
 @pytest.mark.usefixtures("tripwires")
 @pytest.mark.parametrize("row", ROWS, ids=[row.name for row in ROWS])
 def test_hostile_input_is_refused_before_anything_exists(
@@ -71,7 +63,7 @@ def test_hostile_input_is_refused_before_anything_exists(
     monkeypatch.delenv(cluster_env.MODE, raising=False)
     for name, value in folder.env.items():
         monkeypatch.setenv(name, value)
-    before = _listing(folder.base)
+    before = listing(folder.base)
     with pytest.raises(SystemExit) as ended:
         code = cli.main(argv)
         raise SystemExit(code)
@@ -82,7 +74,7 @@ def test_hostile_input_is_refused_before_anything_exists(
     if not row.name.startswith(("unknown", "no layer")):  # argparse prints its usage first
         assert len(lines) == 1 and lines[0].startswith("error (bad input): "), stderr
     assert ESC not in stderr and "\u202e" not in stderr, "input reached the terminal raw"
-    assert _listing(folder.base) == before, "the row left something behind"
+    assert listing(folder.base) == before, "the row left something behind"
     for path in folder.outside:
         assert not path.exists() or (path.is_dir() and not any(path.iterdir())), path
 
