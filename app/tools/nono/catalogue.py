@@ -246,7 +246,8 @@ CANARY_CONTROL: Final = Check(
 )
 SERVICE_CONTROL: Final = Check(
     "nono.proxy.canary.control",
-    "control: the controller connects to the supplier Service's host, {where}, directly",
+    "control: a TCP connection of the controller's own to the supplier Service's host, "
+    "{where}, is accepted",
 )
 OTHER_SERVERS: Final = Check(
     "nono.proxy.{role}.other-servers",
