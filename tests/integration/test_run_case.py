@@ -76,6 +76,9 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
         "loopback": True,
         "ipv6": _has_ipv6_loopback(),
         "refuses_upstream": layer_checks.refuses_upstream,
+        # A local run bounds no pod egress: its egress section is the one SKIP that says so.
+        "bounded": False,
+        "denied": (),
     }
     planned = [
         made
