@@ -20,6 +20,12 @@ class ToolRunError(RunStopped):
     """The tool process did not produce a result: start-up failure, timeout or crash."""
 
 
+class ToolOutputRefused(ToolRunError):
+    """What came back from a tool process broke the channel's bounds (more output than any
+    result, or output held open by something it left behind): the controller stopped it, and
+    the run stops. Not a refusal, and not a missing piece of the machine, even in preflight."""
+
+
 class ToolKilled(ToolRunError):
     """A signal from outside ended the tool process (a kill, the OOM killer): the run stops.
     Not a refusal, and not a missing piece of the machine either, even during preflight."""

@@ -43,12 +43,8 @@ INTERPRETER = "/usr/bin/python3"
 # -c rather than -m: runpy, and the importlib and contextlib it loads, cost 2.5 ms of a start
 # that is otherwise some 10 ms. Both put the working directory first on sys.path, so each
 # layer starts the worker in a directory no role can write.
-WORKER_COMMAND: Final = (
-    INTERPRETER,
-    "-S",
-    "-c",
-    f"from {WORKER_PACKAGE}.__main__ import run; run()",
-)
+WORKER_ENTRY: Final = f"from {WORKER_PACKAGE}.__main__ import run; run()"
+WORKER_COMMAND: Final = (INTERPRETER, "-S", "-c", WORKER_ENTRY)
 
 # The files each role may write. The controller creates them, empty, before any tool starts;
 # a role can create nothing else, so all it can put on disk is these files, each held to

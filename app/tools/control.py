@@ -27,4 +27,9 @@ def run_unconfined(
     paths: RunPaths, tool: ToolIdentity, action: str, args: Sequence[str]
 ) -> ToolResult:
     """Runs one worker action at the tool's identity with no confinement."""
-    return exec_as_tool(worker_command(action, args), tool=tool, env=control_environment(paths))
+    return exec_as_tool(
+        worker_command(action, args),
+        tool=tool,
+        env=control_environment(paths),
+        who="the unconfined control",
+    )

@@ -2,7 +2,8 @@
 
 Used by the bubblewrap launcher (bwrap is the program started) and by the unconfined control
 (the worker itself is). A start-up failure, a timeout, a crash or a missing result raises
-ToolRunError: it is never read as a refusal.
+ToolRunError: it is never read as a refusal. So does output past the channel's bounds
+(ToolOutputRefused, app/tools/channel.py).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Final
 
 from app.core.results import ToolKilled, ToolResult, ToolRunError
 from app.core.run_tree import WORKER_COMMAND, ToolIdentity
+from app.tools.channel import Channel, failure
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS: Final = 60
@@ -64,26 +66,22 @@ def signal_of(returncode: int) -> str | None:
         return f"signal {number}"
 
 
-def parse_output(stdout: bytes, stderr: bytes, returncode: int) -> ToolResult:
-    """Finds exactly one result line; anything else is a failure to run, not a refusal."""
-    lines = [
-        line[len(RESULT_PREFIX) :]
-        for line in stdout.decode("utf-8", "replace").splitlines()
-        if line.startswith(RESULT_PREFIX)
-    ]
-    if returncode != 0 or len(lines) != 1:
-        tail = stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-        said = f": {' | '.join(tail)}" if tail else ""
+def parse_output(output: bytes, returncode: int, *, who: str) -> ToolResult:
+    """Finds exactly one result line in a tool's output (its stdout and stderr together);
+    anything else is a failure to run, not a refusal, and says so naming ``who``."""
+    lines = output.decode("utf-8", "replace").splitlines()
+    results = [line[len(RESULT_PREFIX) :] for line in lines if line.startswith(RESULT_PREFIX)]
+    if returncode != 0 or len(results) != 1:
+        tail = [line for line in lines if line.strip() and not line.startswith(RESULT_PREFIX)][-3:]
+        said = f": {' | '.join(line.strip() for line in tail)}" if tail else ""
         killer = signal_of(returncode)
         if killer is not None:
             raise ToolKilled(
-                f"tool process was killed by {killer} before it reported a result{said}",
+                f"{who} was killed by {killer} before it reported a result{said}",
                 "something outside the run ended it (a kill, the OOM killer); run again",
             )
-        raise ToolRunError(
-            f"tool process exited {returncode} with {len(lines)} result lines" + said
-        )
-    return ToolResult.from_line(lines[0])
+        raise ToolRunError(f"{who} exited {returncode} with {len(results)} result lines" + said)
+    return ToolResult.from_line(results[0])
 
 
 def exec_as_tool(
@@ -91,6 +89,7 @@ def exec_as_tool(
     *,
     tool: ToolIdentity,
     env: Mapping[str, str],
+    who: str,
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
 ) -> ToolResult:
@@ -99,27 +98,45 @@ def exec_as_tool(
     A root controller drops the process's identity before exec, so whatever runs (bwrap, or
     the worker itself for a control) is never host root. The working directory is ``/``: the
     controller's own may be closed to the tool's uid, and ``/`` holds no module the worker's
-    ``-m`` could pick up from it.
+    ``-m`` could pick up from it. Its stdout and stderr are one channel, read with a bound
+    (app/tools/channel.py); ``who`` names the process in the run's stop if it breaks one.
     """
     TOOL_STARTS.add()
+    channel = Channel()
     try:
-        completed = subprocess.run(
-            list(argv),
-            executable=executable,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=TOOL_TIMEOUT_SECONDS,
-            pass_fds=tuple(pass_fds),
-            env=dict(env),
-            cwd="/",
-            check=False,
-            **tool.process_identity(),
-        )
-    except subprocess.TimeoutExpired as error:
-        raise ToolRunError(f"tool process timed out after {TOOL_TIMEOUT_SECONDS}s") from error
-    except OSError as error:
-        raise ToolRunError(f"tool process could not start: {error}") from error
-    return parse_output(completed.stdout, completed.stderr, completed.returncode)
+        try:
+            process = subprocess.Popen(
+                list(argv),
+                executable=executable,
+                stdin=subprocess.DEVNULL,
+                stdout=channel.write_fd,
+                stderr=channel.write_fd,
+                pass_fds=tuple(pass_fds),
+                env=dict(env),
+                cwd="/",
+                **tool.process_identity(),
+            )
+        except OSError as error:
+            raise ToolRunError(f"tool process could not start: {error}") from error
+        channel.close_write()
+        try:
+            ended = os.pidfd_open(process.pid)
+            try:
+                output = channel.read(ended, time.monotonic() + TOOL_TIMEOUT_SECONDS)
+            finally:
+                os.close(ended)
+        finally:
+            # However the reading ended (a broken bound, a signal), nothing started here is
+            # left running; a process that ended on its own is only reaped.
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+    finally:
+        channel.close()
+    stop = failure(who, output, TOOL_TIMEOUT_SECONDS)
+    if stop is not None:
+        raise stop
+    return parse_output(output.data, process.returncode, who=who)
 
 
 def spawn_as_tool(

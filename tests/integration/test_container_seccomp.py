@@ -113,7 +113,9 @@ def test_under_the_project_profile_bwrap_runs_every_role(
     under_profile: UnderProfile, role: Role
 ) -> None:
     completed = under_profile.run(BWRAP_WIDENINGS, role)
-    result = parse_output(completed.stdout, completed.stderr, completed.returncode)
+    result = parse_output(
+        completed.stdout + completed.stderr, completed.returncode, who="the tool process"
+    )
     assert result.ok
     status = result.data["status"]
     # The container's filter and bwrap's baseline: the tool really ran under the profile.

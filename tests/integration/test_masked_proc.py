@@ -77,5 +77,7 @@ def test_a_masked_proc_refuses_bwraps_procfs_with_eperm(layer: BubblewrapLayer) 
 
 def test_an_unmasked_proc_lets_the_same_vector_run(layer: BubblewrapLayer) -> None:
     completed = _reader_in_container(layer, masked=False)
-    result = parse_output(completed.stdout, completed.stderr, completed.returncode)
+    result = parse_output(
+        completed.stdout + completed.stderr, completed.returncode, who="the tool process"
+    )
     assert result.ok and result.data["uid"] == 1000

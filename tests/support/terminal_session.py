@@ -1,13 +1,15 @@
 """Run as a program on a pseudo-terminal's slave side, as session leader with the terminal as
-its controlling terminal (the test starts it with pty.fork): tries TIOCSTI from a nono tool
-process that inherits that terminal as its standard input, with the baseline filter and
-without it, and prints one JSON line of what happened.
+its controlling terminal (the test starts it with pty.fork): tries TIOCSTI itself (the control),
+then from a nono tool process started here, without the baseline filter and with it, and prints
+one JSON line of what happened.
 
 This is the controller's position when an operator runs the demo in a terminal.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import json
 import os
 import select
@@ -37,16 +39,23 @@ def main() -> int:
     tty.setraw(0, termios.TCSANOW)
     base = Path(tempfile.mkdtemp(prefix="analyst-tty-", dir="/var/tmp"))
     base.chmod(0o755)
+    # The control: TIOCSTI works in this terminal, from a process that holds it.
+    try:
+        fcntl.ioctl(0, termios.TIOCSTI, b"Z")
+        control = "succeeded"
+    except OSError as error:
+        control = errno.errorcode.get(error.errno or 0, str(error.errno))
+    injected = _pending_input(ARRIVAL_SECONDS) if control == "succeeded" else b""
     try:
         layer = NonoLayer(bare_run(bare_tree(base), Layer.NONO))
         layer.preflight()
         try:
-            control = layer.run_confined(
+            unfiltered = layer.run_confined(
                 "evaluator", "push-terminal-input", [], baseline=False, purpose="tty control"
             )
-            injected = _pending_input(ARRIVAL_SECONDS) if control.ok else b""
-            refused = layer.run_tool("evaluator", "push-terminal-input")
-            leaked = _pending_input(0.5) if refused.ok else b""
+            unfiltered_leak = _pending_input(ARRIVAL_SECONDS) if unfiltered.ok else b""
+            filtered = layer.run_tool("evaluator", "push-terminal-input")
+            filtered_leak = _pending_input(ARRIVAL_SECONDS) if filtered.ok else b""
         finally:
             layer.close()
     finally:
@@ -54,10 +63,12 @@ def main() -> int:
     print(
         json.dumps(
             {
-                "control": control.observed,
+                "control": control,
                 "injected": injected.decode("latin-1"),
-                "refused": refused.observed,
-                "leaked": leaked.decode("latin-1"),
+                "unfiltered": unfiltered.observed,
+                "unfiltered_leak": unfiltered_leak.decode("latin-1"),
+                "filtered": filtered.observed,
+                "filtered_leak": filtered_leak.decode("latin-1"),
             }
         ),
         flush=True,

@@ -35,23 +35,23 @@ def test_the_signal_is_read_from_the_exit_status(returncode: int, name: str | No
 
 def test_a_killed_tool_is_a_stopped_run_not_a_missing_layer() -> None:
     with pytest.raises(ToolKilled, match="killed by SIGKILL before it reported a result") as e:
-        parse_output(b"", b"", 128 + signal.SIGKILL)
+        parse_output(b"", 128 + signal.SIGKILL, who="the reader's tool process")
     assert isinstance(e.value, RunStopped) and e.value.exit_code == 1
 
 
 def test_a_tool_that_fails_on_its_own_is_still_a_failure_to_run() -> None:
     with pytest.raises(ToolRunError) as e:
-        parse_output(b"", b"bwrap: Creating new namespace failed", 1)
+        parse_output(b"bwrap: Creating new namespace failed", 1, who="the reader's tool process")
     assert not isinstance(e.value, ToolKilled)
     assert isinstance(start_failure(e.value), LayerUnavailable)
 
 
 def test_a_result_line_is_a_result() -> None:
-    assert parse_output(RESULT, b"", 0).ok
+    assert parse_output(RESULT, 0, who="the reader's tool process").ok
 
 
 def test_a_result_line_nested_past_the_parsers_reach_is_a_failure_to_run() -> None:
     """A hostile tool prints a line nested 100000 deep: the run stops cleanly (RunStopped)."""
     line = f"{RESULT_PREFIX}{'[' * 100_000}{']' * 100_000}\n".encode()
     with pytest.raises(ToolRunError, match="not usable JSON"):
-        parse_output(line, b"", 0)
+        parse_output(line, 0, who="the reader's tool process")

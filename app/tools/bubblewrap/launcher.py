@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from app.core.repo import POLICIES_DIR
-from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
+from app.core.results import Errno, ToolKilled, ToolOutputRefused, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.tools.bubblewrap.accounting import CODE_PLACEHOLDER, RUN_PLACEHOLDER
@@ -103,8 +103,9 @@ class BubblewrapLayer(ConfinementLayer):
             # The machine's part only: one tool process started under the shipped vector. What
             # this run's own vector does is for the checks to show, each on its own line.
             self.run_confined("reader", "proc-status", [], shipped=True, purpose="preflight")
-        except ToolKilled:
-            # Killed from outside: the run stops (exit 1); bwrap did start, nothing is missing.
+        except (ToolKilled, ToolOutputRefused):
+            # Killed from outside, or its output broke the channel's bounds: the run stops
+            # (exit 1); bwrap did start, nothing is missing.
             self._readings = None
             raise
         except ToolRunError as error:
@@ -174,6 +175,7 @@ class BubblewrapLayer(ConfinementLayer):
                 argv,
                 tool=self.run.tool,
                 env=BWRAP_ENVIRONMENT if bwrap_env is None else bwrap_env,
+                who=f"the {role}'s tool process",
                 pass_fds=fds,
                 executable=self.readings.path,
             )

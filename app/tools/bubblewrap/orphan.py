@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from app.tools.channel import MAX_OUTPUT_BYTES
 from app.tools.execution import has_reader, open_when_held
 from app.tools.worker.protocol import RESULT_PREFIX
 
@@ -37,8 +38,11 @@ class Orphan:
 
 
 def _read_until_eof(stream: int, deadline: float) -> tuple[bytes, bool]:
-    """Everything readable on ``stream`` until end of file or the deadline; (data, at_eof)."""
+    """What is readable on ``stream`` until end of file or the deadline, (data, at_eof): the
+    first MAX_OUTPUT_BYTES of it; the rest is read and dropped, so a tool that floods its
+    output costs the controller no memory."""
     chunks: list[bytes] = []
+    kept = 0
     with selectors.DefaultSelector() as selector:
         selector.register(stream, selectors.EVENT_READ)
         while (left := deadline - time.monotonic()) > 0:
@@ -47,7 +51,9 @@ def _read_until_eof(stream: int, deadline: float) -> tuple[bytes, bool]:
             chunk = os.read(stream, 65536)
             if not chunk:
                 return b"".join(chunks), True
-            chunks.append(chunk)
+            if kept < MAX_OUTPUT_BYTES:
+                chunks.append(chunk[: MAX_OUTPUT_BYTES - kept])
+                kept += len(chunks[-1])
     return b"".join(chunks), False
 
 

@@ -90,14 +90,23 @@ class ToolDeadline:
     def expire(self) -> None:
         """Called by the keeper when the time is up: kills the call's child, if still running."""
         with self._lock:
-            if not self._running:
-                return
-            self.expired = True
-            for pid, _ in _children(self._tid) - self._before:
-                # nono-py made the child a group leader from both sides of its fork; the
-                # group may have ended meanwhile.
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
+            if self._running:
+                self.expired = True
+                self._kill()
+
+    def stop(self) -> None:
+        """Kills the call's child now, before its time is up (its output broke the channel's
+        bounds: nono/channel.py), if it is still running."""
+        with self._lock:
+            if self._running:
+                self._kill()
+
+    def _kill(self) -> None:
+        for pid, _ in _children(self._tid) - self._before:
+            # nono-py made the child a group leader from both sides of its fork; the
+            # group may have ended meanwhile.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pid, signal.SIGKILL)
 
 
 class _Keeper:

@@ -23,8 +23,8 @@ from app.tools.execution import (
 )
 from app.tools.worker.system import read_status
 
-# Runs the role's ``hold`` action with this FIFO and pid file; returns (stdout, stderr, code).
-Starter = Callable[[Path, str], tuple[bytes, bytes, int]]
+# Runs the role's ``hold`` action with this FIFO and pid file; returns (output, exit status).
+Starter = Callable[[Path, str], tuple[bytes, int]]
 
 
 @dataclass(frozen=True)
@@ -37,11 +37,11 @@ class HeldReading:
     result: ToolResult
 
 
-def read_while_held(fifo: Path, *, pid_file: str, start: Starter) -> HeldReading:
+def read_while_held(fifo: Path, *, who: str, pid_file: str, start: Starter) -> HeldReading:
     """Starts the role in a thread (nono-py's call blocks until the role exits), reads its
     /proc entries once it holds ``fifo``, and releases it."""
     make_release_fifo(fifo.parent, fifo.name)
-    outcome: dict[str, tuple[bytes, bytes, int] | BaseException] = {}
+    outcome: dict[str, tuple[bytes, int] | BaseException] = {}
 
     def run() -> None:
         try:
@@ -72,7 +72,7 @@ def read_while_held(fifo: Path, *, pid_file: str, start: Starter) -> HeldReading
         if isinstance(ended, BaseException):
             raise ended from None
         if isinstance(ended, tuple):
-            parse_output(*ended)
+            parse_output(*ended, who=who)
         raise
     finally:
         thread.join(TOOL_TIMEOUT_SECONDS)
@@ -83,4 +83,4 @@ def read_while_held(fifo: Path, *, pid_file: str, start: Starter) -> HeldReading
     exit_ = outcome.get("exit")
     if not isinstance(exit_, tuple):
         raise ToolRunError("the held tool process did not finish once released")
-    return HeldReading(pid, status, command, parse_output(*exit_))
+    return HeldReading(pid, status, command, parse_output(*exit_, who=who))

@@ -23,12 +23,13 @@ from urllib.parse import urlsplit
 import nono_py
 
 from app.core.errors import LayerUnavailable
-from app.core.results import Errno, ToolKilled, ToolResult, ToolRunError
+from app.core.results import Errno, ToolKilled, ToolOutputRefused, ToolResult, ToolRunError
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
-from app.core.run_tree import CHECK_FILE, INTERPRETER, WORKER_COMMAND
+from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.nono.channel import NONO_WORKER_COMMAND, exec_on_channel
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.deadline import ToolDeadline, held_here
 from app.tools.nono.held import HeldReading, read_while_held
@@ -253,8 +254,8 @@ class NonoLayer(ConfinementLayer):
                 }
             )
         command = self._command(profile, action, args, baseline)
-        stdout, stderr, code = self._execute(role, profile, command, enforcement_mode)
-        return self._seen(parse_output(stdout, stderr, code))
+        output, code = self._execute(role, profile, command, enforcement_mode)
+        return self._seen(parse_output(output, code, who=f"the {role}'s tool process"))
 
     def _command(
         self, profile: dict[str, Any], action: str, args: Sequence[str], baseline: bool
@@ -265,7 +266,7 @@ class NonoLayer(ConfinementLayer):
             # Installed by the worker itself, first of all: nono-py has no way to stack a
             # filter of the caller's (see the worker's prologue).
             prologue = [FILTER_OPTION, process["seccomp_filter"]]
-        return [*WORKER_COMMAND, *prologue, action, *args]
+        return [*NONO_WORKER_COMMAND, *prologue, action, *args]
 
     def _execute(
         self,
@@ -273,31 +274,45 @@ class NonoLayer(ConfinementLayer):
         profile: dict[str, Any],
         command: list[str],
         enforcement_mode: str | None,
-    ) -> tuple[bytes, bytes, int]:
+    ) -> tuple[bytes, int]:
+        """Runs ``command`` under the role's profile; the tool's output (stdout and stderr, read
+        on its channel: nono/channel.py) and its exit status."""
         process = profile.get("process", {})
         drop = self.run.tool.process_identity()
+        limit = self.time_limit_seconds
         try:
             caps = self._capabilities(role, profile)
             held = self._holds_deadline(profile)
+            deadline = ToolDeadline(limit) if held else None
+
+            def sandboxed() -> nono_py.ExecResult:
+                with deadline if deadline is not None else nullcontext():
+                    return nono_py.sandboxed_exec(
+                        caps,
+                        command,
+                        # The code directory is read-only for every role; the worker's command
+                        # puts the working directory first on sys.path, so a writable one would
+                        # let a role plant a module for its next start.
+                        cwd=str(self.run.paths.code),
+                        timeout_secs=None if held else limit,
+                        env=self._environment(role, profile),
+                        inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
+                        enforcement_mode=enforcement_mode
+                        or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
+                        max_file_size_bytes=process.get("max_file_bytes"),
+                        uid=drop.get("user"),
+                        gid=drop.get("group"),
+                    )
+
             TOOL_STARTS.add()
-            limit = self.time_limit_seconds
-            with ToolDeadline(limit) if held else nullcontext() as deadline:
-                result = nono_py.sandboxed_exec(
-                    caps,
-                    command,
-                    # The code directory is read-only for every role; the worker's command
-                    # puts the working directory first on sys.path, so a writable one would
-                    # let a role plant a module for its next start.
-                    cwd=str(self.run.paths.code),
-                    timeout_secs=None if held else limit,
-                    env=self._environment(role, profile),
-                    inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
-                    enforcement_mode=enforcement_mode
-                    or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
-                    max_file_size_bytes=process.get("max_file_bytes"),
-                    uid=drop.get("user"),
-                    gid=drop.get("group"),
-                )
+            output, result = exec_on_channel(
+                sandboxed,
+                who=f"the {role}'s tool process",
+                # Where nono-py holds the limit, only it can end the call: a tool past the
+                # channel's bounds then gets EPIPE until nono-py's timeout ends it.
+                stop=deadline.stop if deadline is not None else lambda: None,
+                time_limit=limit,
+            )
         except (RuntimeError, ValueError, OSError) as error:
             raise ToolRunError(f"nono could not start the {role} ({command}): {error}") from error
         finally:
@@ -305,7 +320,7 @@ class NonoLayer(ConfinementLayer):
         # The worker itself never exits 124: that is nono-py's status for its own timeout.
         if (deadline is not None and deadline.expired) or (not held and result.exit_code == 124):
             raise ToolRunError(f"the {role}'s tool process timed out after {limit}s")
-        return result.stdout, result.stderr, result.exit_code
+        return output.data, result.exit_code
 
     def _time_limit_holder(self) -> str:
         if not self.deadline_held_here:
@@ -332,6 +347,7 @@ class NonoLayer(ConfinementLayer):
             self._controls.append({"role": role, "purpose": "held, without the baseline"})
         return read_while_held(
             inputs / f"release-{self._holds}.fifo",
+            who=f"the {role}'s tool process",
             pid_file=self.role_path(role, "out", CHECK_FILE),
             start=lambda fifo, pid_file: self._execute(
                 role,
@@ -419,8 +435,10 @@ class NonoLayer(ConfinementLayer):
             outcome = self.run_confined(
                 "evaluator", "env-names", [], shipped=True, purpose="preflight"
             )
-        except ToolKilled:
-            raise  # killed from outside: the run stops (exit 1); nono did start it
+        except (ToolKilled, ToolOutputRefused):
+            # Killed from outside, or its output broke the channel's bounds: the run stops
+            # (exit 1); nono did start it.
+            raise
         except ToolRunError as error:
             raise LayerUnavailable(f"nono could not start a tool process here: {error}") from error
         if not outcome.ok:

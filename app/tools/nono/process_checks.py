@@ -12,11 +12,11 @@ from typing import Any, Final
 
 from app.core.results import Errno, ToolResult, ToolRunError, as_mapping, listing
 from app.core.run import Run
-from app.core.run_tree import WORKER_COMMAND
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.nono import catalogue as c
+from app.tools.nono.channel import NONO_WORKER_COMMAND
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
 from app.tools.together import run_named
@@ -107,12 +107,12 @@ class NonoProcessChecks:
         gids = " ".join([str(tool.gid)] * 4)
         checks.require(
             c.HELD_IDENTITY(uid=tool.uid, gid=tool.gid),
-            command[: len(WORKER_COMMAND)] == list(WORKER_COMMAND)
+            command[: len(NONO_WORKER_COMMAND)] == list(NONO_WORKER_COMMAND)
             and "hold" in command
             and status["Uid"] == ids
             and status["Gid"] == gids,
             detail=f"pid {reading.pid}: Uid {status['Uid']}, Gid {status['Gid']}, command "
-            f"{' '.join(command[: len(WORKER_COMMAND) + 1])} …",
+            f"{' '.join(command[: len(NONO_WORKER_COMMAND) + 1])} …",
         )
         held = ", ".join(f"{name} {status[name]}" for name in CAPABILITY_SETS)
         checks.require(

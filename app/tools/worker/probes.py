@@ -206,14 +206,12 @@ def kernel_calls(args: list[str]) -> Result:
 
 
 def push_terminal_input(args: list[str]) -> Result:
-    """TIOCSTI of one character into standard input, when that is a terminal: the attack
-    itself. A nono role inherits the controller's standard input, which is the operator's
-    terminal, in the operator's session, when the demo is run by hand; a test starts the
-    layer in a terminal of its own to try it."""
+    """TIOCSTI of one character into standard input: the attack itself, on the operator's
+    terminal when the controller runs in one. A test starts the layer in a terminal of its own
+    to try it: nono leaves a role the standard input its call is made with, which the launcher
+    makes the call's own pipe (ENOTTY), never the controller's."""
     if args:
         raise ValueError("push-terminal-input takes no arguments")
-    if not os.isatty(0):
-        raise RuntimeError("standard input is not a terminal: nothing to try")
     try:
         fcntl.ioctl(0, TIOCSTI, b"Z")
     except OSError as error:

@@ -1,0 +1,138 @@
+"""A nono tool process's channel back (app/tools/channel.py), which nono-py would otherwise read
+for the controller, to the end and without a bound.
+
+nono-py's sandboxed_exec (0.16, src/sandboxed_exec.rs) puts pipes of its own on the child's
+stdout and stderr, reads each into memory until end of file with no limit on size or time, and
+closes every descriptor above 2 before exec; there is no way to hand it others. Standard input
+it leaves as the calling thread has it. So each call is made from a thread of its own whose
+descriptor table is its own (unshare(CLONE_FILES)) and holds, above 2, nothing but the call's
+channel, as descriptor 0. The launcher's command then makes the tool's stdout and stderr that
+channel (CHANNEL_PRELUDE), before the worker's package is imported, before any code the tool
+could choose runs: nono-py's pipes, closed there, reach end of file at once and hold nothing.
+
+No other thread's descriptors change: the call's thread has a copy of the table, and it closes
+its copies of the rest at once, so it holds no other call's pipe open.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Final, Generic, TypeVar
+
+from app.core.run_tree import INTERPRETER, WORKER_ENTRY
+from app.tools.channel import Channel, Ending, Output, failure
+
+T = TypeVar("T")
+
+# Run by the tool's interpreter first of all (see the module's docstring): its stdout and
+# stderr become the channel it was given as its standard input.
+CHANNEL_PRELUDE: Final = "import os; os.dup2(0, 1); os.dup2(0, 2); "
+# How a nono tool process starts the worker: run_tree's WORKER_COMMAND, the prelude first.
+NONO_WORKER_COMMAND: Final = (INTERPRETER, "-S", "-c", CHANNEL_PRELUDE + WORKER_ENTRY)
+_CLONE_FILES: Final = 0x400
+# close_range(2)'s upper bound: every descriptor there can be.
+_LAST_FD: Final = 2**31 - 1
+# How much longer than the call's own time limit its output is read: only a holder of that
+# limit that failed to end the call is ever waited out.
+_READING_MARGIN: Final = 5.0
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.unshare.restype = ctypes.c_int
+
+
+def _keep_only(kept: tuple[int, ...]) -> None:
+    """Closes, in this thread's own table, every descriptor above 2 but ``kept``."""
+    low = 3
+    for fd in sorted(kept):
+        os.closerange(low, fd)
+        low = fd + 1
+    os.closerange(low, _LAST_FD)
+
+
+class ChannelCall(Generic[T]):
+    """``call`` (one sandboxed_exec) made in a thread of its own with ``channel`` as its
+    standard input. ``ended_fd`` becomes readable when the call has returned: the tool's own
+    process has ended."""
+
+    def __init__(self, channel: Channel, call: Callable[[], T]) -> None:
+        self._channel = channel
+        self._call = call
+        self.ended_fd = os.eventfd(0, os.EFD_CLOEXEC)
+        self._ready = threading.Event()
+        self._outcome: tuple[T] | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="tool-channel", daemon=True)
+
+    def start(self) -> None:
+        """Starts the call; returns once its thread holds its own copy of the channel, when the
+        caller drops its own (Channel.close_write) so that end of file means the tool's end."""
+        self._thread.start()
+        self._ready.wait()
+
+    def _run(self) -> None:
+        own_table = False
+        try:
+            try:
+                if _libc.unshare(_CLONE_FILES) != 0:
+                    number = ctypes.get_errno()
+                    raise OSError(number, f"unshare(CLONE_FILES): {os.strerror(number)}")
+                own_table = True
+                _keep_only((self._channel.write_fd, self.ended_fd))
+                os.dup2(self._channel.write_fd, 0)
+                os.close(self._channel.write_fd)
+            finally:
+                self._ready.set()
+            self._outcome = (self._call(),)
+        except BaseException as error:  # handed to the caller's thread by result()
+            self._error = error
+        finally:
+            if own_table:
+                os.close(0)  # this thread's copy of the channel: the tool's end is end of file
+            os.eventfd_write(self.ended_fd, 1)
+
+    def join(self) -> None:
+        """Waits for the call to return (at once if its thread never started)."""
+        if self._thread.ident is not None:
+            self._thread.join()
+        if self.ended_fd >= 0:
+            os.close(self.ended_fd)
+            self.ended_fd = -1
+
+    def result(self) -> T:
+        """The call's return value, or what it raised; waits for it first."""
+        self.join()
+        if self._error is not None:
+            raise self._error
+        assert self._outcome is not None
+        return self._outcome[0]
+
+
+def exec_on_channel(
+    call: Callable[[], T], *, who: str, stop: Callable[[], None], time_limit: float
+) -> tuple[Output, T]:
+    """Makes ``call`` on a new channel and reads it meanwhile: what the tool sent back, and
+    what the call returned once it has. Output past the channel's bounds raises its stop
+    (app/tools/channel.py's ``failure``) after ``stop`` has ended the tool, and the call has
+    returned. ``time_limit`` is the call's own, which its caller holds; the reading outlasts
+    it a little, and ends only if that holder failed."""
+    channel = Channel()
+    made = ChannelCall(channel, call)
+    output: Output | None = None
+    try:
+        made.start()
+        channel.close_write()
+        output = channel.read(made.ended_fd, time.monotonic() + time_limit + _READING_MARGIN)
+    finally:
+        if output is None or output.ending is not Ending.COMPLETE:
+            stop()
+        # Closed before waiting: a tool still writing gets EPIPE, and buffers nothing more.
+        channel.close()
+        made.join()
+    failed = failure(who, output, time_limit)
+    if failed is not None:
+        raise failed
+    return output, made.result()
