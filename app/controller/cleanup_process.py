@@ -7,12 +7,14 @@ process wakes then and removes what is left. After a normal end it finds nothing
 controller cleaned up first, and waits for it). It runs in its own session, so a Ctrl-C or a
 hang-up aimed at the controller's terminal does not reach it. Standard library only, run by
 path with ``python -I -S``: it imports nothing of the app, and what only the controller's side
-or a removal needs (subprocess, shutil, typing) is imported there, since the process starts
-while the run's services do and takes the same cores.
+needs (subprocess, typing) is imported there, since the process starts while the run's
+services do and takes the same cores.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import signal
 import sys
 import time
@@ -34,16 +36,142 @@ EXIT_TIMEOUT_SECONDS: Final = 30.0
 
 
 def remove(path: Path) -> None:
-    """Removes a file or a whole tree (never following a link out of it); gone already is fine."""
-    try:
-        if path.is_dir() and not path.is_symlink():
-            import shutil
+    """Removes a file, a link or a whole tree; gone already is fine (the controller and the
+    clean-up process may remove the same paths).
 
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+    A tree may hold whatever a tool process left there: folders nested past any recursion
+    limit or path length, folders without read, write or search permission, links, FIFOs,
+    devices. It is removed one folder at a time, each opened relative to the last, with only
+    that folder open: nothing is followed, nothing is read but names, and going back up checks
+    that the folder reached is the one that was left.
+    """
+    try:
+        parent = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return
+    try:
+        if _unlink(parent, path.name):
+            _remove_folder(parent, path.name)
+    finally:
+        os.close(parent)
+
+
+def _unlink(folder: int, name: str) -> bool:
+    """Removes ``name`` unless it is a folder (a link is removed, never followed); whether it
+    is a folder still to remove."""
+    try:
+        os.unlink(name, dir_fd=folder)
+    except FileNotFoundError:
+        return False
+    except IsADirectoryError:
+        return True
+    except PermissionError:
+        _open_up(folder)
+        try:
+            os.unlink(name, dir_fd=folder)
+        except FileNotFoundError:
+            return False
+        except IsADirectoryError:
+            return True
+    return False
+
+
+def _open_up(folder: int) -> None:
+    """Gives the open ``folder`` back its owner's read, write and search permission, which a
+    tool at the controller's uid (the cluster's) may have taken away; root needs none."""
+    os.chmod(f"/proc/self/fd/{folder}", 0o700)
+
+
+def _open_folder(parent: int, name: str) -> int | None:
+    """``name`` in ``parent`` opened as a folder, never through a link; None if it is gone or
+    is no longer a folder (then removed)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        return os.open(name, flags, dir_fd=parent)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        # Replaced meanwhile by a file, or by a link (O_NOFOLLOW on a link: ENOTDIR or ELOOP).
+        _unlink(parent, name)
+        return None
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            _unlink(parent, name)
+            return None
+        if error.errno != errno.EACCES:
+            raise
+    # Unreadable: opened by path alone, which needs no permission, and opened up.
+    handle = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        _open_up(handle)
+    finally:
+        os.close(handle)
+    return os.open(name, flags, dir_fd=parent)
+
+
+def _empty_of_files(folder: int) -> str | None:
+    """Removes every entry of ``folder`` that is not a folder; returns a subfolder's name, if
+    there is one left."""
+    subfolder = None
+    with os.scandir(folder) as entries:
+        for entry in entries:
+            # A folder, or an entry that has become one since it was listed.
+            if entry.is_dir(follow_symlinks=False) or _unlink(folder, entry.name):
+                subfolder = subfolder or entry.name
+    return subfolder
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    st = os.fstat(fd)
+    return st.st_dev, st.st_ino
+
+
+def _remove_folder(parent: int, name: str) -> None:
+    """Removes the folder ``name`` in ``parent`` and everything in it, at any depth, with one
+    folder of it open at a time."""
+    import errno
+
+    current = _open_folder(parent, name)
+    if current is None:
+        return
+    # The way down: each folder's name, and the identity of the folder it is in.
+    down: list[tuple[str, tuple[int, int]]] = []
+    try:
+        while True:
+            try:
+                subfolder = _empty_of_files(current)
+            except PermissionError:
+                _open_up(current)
+                continue
+            if subfolder is not None:
+                inner = _open_folder(current, subfolder)
+                if inner is not None:
+                    down.append((subfolder, _identity(current)))
+                    os.close(current)
+                    current = inner
+                continue
+            if not down:
+                break
+            emptied, identity = down.pop()
+            up = os.open("..", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=current)
+            os.close(current)
+            current = up
+            if _identity(current) != identity:
+                raise OSError(errno.ESTALE, f"a folder of {name} was moved while it was removed")
+            _remove_empty(current, emptied)
+    finally:
+        os.close(current)
+    _remove_empty(parent, name)
+
+
+def _remove_empty(parent: int, name: str) -> None:
+    try:
+        os.rmdir(name, dir_fd=parent)
     except FileNotFoundError:
         pass
+    except PermissionError:
+        _open_up(parent)
+        os.rmdir(name, dir_fd=parent)
 
 
 def remove_all(paths: Sequence[Path]) -> list[str]:

@@ -8,10 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from app.core.errors import RunStopped
+from app.core.tree import Kind, walk
 
 
 class KeyLeak(RunStopped):
     """A secret's bytes were found in a document or a file: the run stops."""
+
+
+class ScanIncomplete(RunStopped):
+    """The scan met entries it could not read as regular files: the run stops, naming them."""
 
 
 def _check_secrets(secrets: Mapping[str, bytes]) -> None:
@@ -48,27 +53,35 @@ def write_scanned(
 
 
 def scan_directory(directory: Path, secrets: Mapping[str, bytes]) -> list[str]:
-    """Reads back every file under directory and looks for each secret; returns the files read.
+    """Reads back every entry under ``directory`` and looks for each secret in its bytes, its
+    name and a link's target; returns the regular files read.
 
-    The list comes from the same walk that did the reading, so the count it reports is the
-    count of files scanned. A file that cannot be read raises: a scan that could not read a
-    candidate must not report success.
+    The list comes from the same walk that did the reading (app/core/tree.py), so the count it
+    reports is the count of files scanned. Anything that is not a regular file the walk could
+    read whole (a FIFO, a link, a device, a file too large or closed to it, a folder too deep)
+    raises ScanIncomplete naming each: a scan that could not read a candidate must not report
+    success. Secrets found raise KeyLeak first.
     """
     _check_secrets(secrets)
     scanned: list[str] = []
     leaked: list[str] = []
-    for root, dirs, files in os.walk(directory, onerror=_raise):
-        dirs.sort()
-        for name in sorted(files):
-            path = Path(root) / name
-            relative = str(path.relative_to(directory))
-            if found := _leaks(path.read_bytes(), secrets):
-                leaked.append(f"{', '.join(found)} in {relative}")
-            scanned.append(relative)
+    unread: list[str] = []
+    for entry in walk(directory):
+        if found := _leaks(os.fsencode(entry.relative), secrets):
+            leaked.append(f"{', '.join(found)} in the name {entry.relative}")
+        if found := _leaks(entry.data, secrets):
+            place = entry.relative
+            if entry.kind is Kind.LINK:
+                place = f"the target of the link {place}"
+            leaked.append(f"{', '.join(found)} in {place}")
+        if entry.kind is Kind.FILE:
+            scanned.append(entry.relative)
+        elif entry.kind is not Kind.FOLDER:
+            unread.append(entry.described)
     if leaked:
         raise KeyLeak("; ".join(leaked))
+    if unread:
+        raise ScanIncomplete(
+            f"not regular files the scan could read, so not scanned: {'; '.join(unread)}"
+        )
     return sorted(scanned)
-
-
-def _raise(error: OSError) -> None:
-    raise error

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Callable, Collection, Iterator
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Final
 
+from app.controller.cleanup_process import remove
 from app.controller.shipped_layers import work_dir_conflicts
 from app.core.errors import BadInput, shown
 from app.core.roles import Layer
@@ -151,19 +151,6 @@ def _check_writable(base: Path, *, exists: bool) -> None:
     os.rmdir(probe)
 
 
-def _remove_tree(path: Path) -> None:
-    """Removes a tree whose parts may already be going (the clean-up process removes the same
-    paths)."""
-
-    def tolerate_gone(
-        function: object, name: str, info: tuple[type[BaseException], BaseException, object]
-    ) -> None:
-        if not isinstance(info[1], FileNotFoundError):
-            raise info[1]
-
-    shutil.rmtree(path, onerror=tolerate_gone)
-
-
 def sweep_dead_runs(base: Path, note: Callable[[str], None]) -> None:
     """Removes each run tree under ``base`` whose lock file is there and whose lock is free."""
     with os.scandir(base) as entries:
@@ -180,7 +167,7 @@ def sweep_dead_runs(base: Path, note: Callable[[str], None]) -> None:
                 continue  # its run is alive
             owner = os.read(fd, 64).decode("ascii", "replace").strip() or "unknown"
             try:
-                _remove_tree(tree)
+                remove(tree)
             except OSError as error:
                 note(f"could not remove {tree}, left by a dead run: {error.strerror}")
                 continue
@@ -224,7 +211,7 @@ def claimed_run(
         except BaseException:
             # A tree half made (a full disk) goes at once; it never had a lock to be swept by.
             if (base / run_id).exists():
-                _remove_tree(base / run_id)
+                remove(base / run_id)
             raise
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         os.write(lock, f"{os.getpid()}\n".encode("ascii"))
@@ -237,6 +224,6 @@ def claimed_run(
             if keep:
                 (paths.top / RUN_LOCK).unlink(missing_ok=True)
             else:
-                _remove_tree(paths.top)
+                remove(paths.top)
         finally:
             os.close(lock)

@@ -122,14 +122,15 @@ def start_controller(
     private mount namespace, say). With ``pause_at`` (patterns for checks, "PASS <check id>") the
     run holds still right after printing each, in turn, until ``resume`` (see paused.py). With
     ``entry_module`` (a module of tests/, such as support.hostile) that module is the entry
-    point instead of the controller's own, given ``entry_env`` besides the environment."""
+    point instead of the controller's own, given ``entry_env`` besides the environment (it
+    holds the run still as paused.py does, when it installs paused.py's wrapper)."""
     work = work or base / "work"
     out = out or base / "out"
     stdout, stderr = base / "stdout.log", base / "stderr.log"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", **(entry_env or {})}
     entry = ["-m", "app.controller"]
     if pause_at:
-        entry_module = "support.paused"
+        entry_module = entry_module or "support.paused"
         env["ANALYST_TEST_PAUSE_AT"] = "\n".join(pause_at)
         env["ANALYST_TEST_RESUME_FILE"] = str(base / "resume")
     if entry_module:

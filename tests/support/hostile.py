@@ -16,6 +16,9 @@ changed inside the controller's process before the controller is imported:
   file ``ANALYST_TEST_SECRETS_RECORD`` (outside the run's folders), so that a test can search the
   disk for the real bytes once the run is over, however it ended.
 
+A run may also be held still at chosen check lines, as support/paused.py holds one (its wrapper
+is installed too when its variables are set), so that a test can kill the controller there.
+
 The seam is the staged code directory, reached by patching a module global in this process: a
 real run never imports this module, and nothing from outside the controller's process (an
 environment variable, a file, an option) can change what a real run stages.
@@ -33,7 +36,7 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -113,9 +116,13 @@ def run_hostile(
     steps: Sequence[Step],
     *args: str,
     hung_after: float = HUNG_AFTER_SECONDS,
+    pause_at: Sequence[str] = (),
+    while_paused: Callable[[Controller], None] | None = None,
 ) -> HostileRun:
     """Runs the sample case under ``layer`` with the hostile worker doing ``steps``; waits for
-    the run to end (a run still going after ``hung_after`` is killed, its exit_code None)."""
+    the run to end (a run still going after ``hung_after`` is killed, its exit_code None).
+    With ``pause_at`` the run holds still after each such check line (support/paused.py), and
+    ``while_paused`` is called at the first: to kill the controller there, say."""
     record = base / "secrets-record.jsonl"
     controller = start_controller(
         base,
@@ -126,7 +133,11 @@ def run_hostile(
             PLAN_VARIABLE: json.dumps([step.as_json() for step in steps]),
             RECORD_VARIABLE: str(record),
         },
+        pause_at=pause_at,
     )
+    if while_paused is not None:
+        controller.wait_paused()
+        while_paused(controller)
     try:
         code: int | None = controller.finish(timeout=hung_after)
     except subprocess.TimeoutExpired:
@@ -161,6 +172,10 @@ def _install() -> None:
 
     run_tree.stage_worker = stage_hostile
     run_tree.write_secret_file = note_secret
+    if "ANALYST_TEST_PAUSE_AT" in os.environ:
+        from tests.support.paused import install
+
+        install()
 
 
 if __name__ == "__main__":

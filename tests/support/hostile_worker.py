@@ -23,13 +23,6 @@ if TYPE_CHECKING:
 
 PLAN_FILE = "hostile_plan.json"
 ROLES = ("reader", "evaluator", "writer")
-# Each role's output files (app/core/run_tree.py's OUTPUT_FILES: the worker imports nothing of
-# the app, and neither does this).
-OUTPUT_FILES = {
-    "reader": ("check.txt",),
-    "evaluator": ("comparison.json", "check.txt"),
-    "writer": ("comparison.json", "draft.txt", "check.txt"),
-}
 # Where a bubblewrap role finds the staged code; its hostname names the role.
 BWRAP_CODE = "/opt/analyst/"
 RESULT_PREFIX = b"ANALYST_RESULT "
@@ -39,9 +32,10 @@ BLOCK = 65536
 def whoami() -> str:
     """The role this process runs as, or ``control`` for the unconfined control."""
     if __file__.startswith(BWRAP_CODE):
-        # bubblewrap: the role's output files, all the controller made for it, are its own.
-        made = frozenset(os.listdir("/output"))
-        return next(role for role in ROLES if made == frozenset(OUTPUT_FILES[role]))
+        # bubblewrap names each role's host analyst-<role> (read from /proc: a check's extra
+        # filter may refuse uname).
+        with open("/proc/sys/kernel/hostname", encoding="ascii") as hostname:
+            return hostname.read().strip().removeprefix("analyst-")
     # nono: a role may open its own output files and no other role's; the control opens all.
     run = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(__file__))), "run")
     opened = []

@@ -39,6 +39,12 @@ def _emit(self: CheckLog, claim: Claim, outcome: Outcome, detail: str) -> CheckR
     return record
 
 
-CheckLog._emit = _emit  # type: ignore[method-assign]
-sys.argv[0] = "app.controller"
-runpy.run_module("app.controller", run_name="__main__", alter_sys=True)
+def install() -> None:
+    """Wraps the method; support/hostile.py calls this too, to hold a hostile run still."""
+    CheckLog._emit = _emit  # type: ignore[method-assign]
+
+
+if __name__ == "__main__":
+    install()
+    sys.argv[0] = "app.controller"
+    runpy.run_module("app.controller", run_name="__main__", alter_sys=True)

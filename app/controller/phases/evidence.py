@@ -10,7 +10,7 @@ from app.controller import catalogue as c
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
 from app.controller.report_page import ReportInputs, render_report
-from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
+from app.controller.secret_scan import KeyLeak, ScanIncomplete, scan_directory, write_scanned
 from app.core.files import json_bytes
 from app.core.run import Run
 
@@ -46,8 +46,10 @@ def finish(
     # The last write is above: from here on nothing in the run directory changes.
     try:
         scanned = scan_directory(run.paths.run, secrets)
-    except KeyLeak as leak:
-        checks.fail(c.SCANNED_AFTER, str(leak))
+    except (KeyLeak, ScanIncomplete) as unsafe:
+        # A secret found, or an entry the scan could not read as a regular file: either way
+        # the claim cannot be made.
+        checks.fail(c.SCANNED_AFTER, str(unsafe))
         raise
     checks.require(c.SCANNED_AFTER, True, detail=f"{len(scanned)} files: {', '.join(scanned)}")
     checks.close()

@@ -5,10 +5,11 @@ nono-py's sandboxed_exec (0.16, src/sandboxed_exec.rs) puts pipes of its own on 
 stdout and stderr, reads each into memory until end of file with no limit on size or time, and
 closes every descriptor above 2 before exec; there is no way to hand it others. Standard input
 it leaves as the calling thread has it. So each call is made from a thread of its own whose
-descriptor table is its own (unshare(CLONE_FILES)) and holds, above 2, nothing but the call's
-channel, as descriptor 0. The launcher's command then makes the tool's stdout and stderr that
-channel (CHANNEL_PRELUDE), before the worker's package is imported, before any code the tool
-could choose runs: nono-py's pipes, closed there, reach end of file at once and hold nothing.
+descriptor table is its own (close_range(2)'s CLOSE_RANGE_UNSHARE) and holds, above 2, nothing
+but the call's channel, as descriptor 0. The launcher's command then makes the tool's stdout
+and stderr that channel (CHANNEL_PRELUDE), before the worker's package is imported, before any
+code the tool could choose runs: nono-py's pipes, closed there, reach end of file at once and
+hold nothing.
 
 No other thread's descriptors change: the call's thread has a copy of the table, and it closes
 its copies of the rest at once, so it holds no other call's pipe open.
@@ -33,15 +34,19 @@ T = TypeVar("T")
 CHANNEL_PRELUDE: Final = "import os; os.dup2(0, 1); os.dup2(0, 2); "
 # How a nono tool process starts the worker: run_tree's WORKER_COMMAND, the prelude first.
 NONO_WORKER_COMMAND: Final = (INTERPRETER, "-S", "-c", CHANNEL_PRELUDE + WORKER_ENTRY)
-_CLONE_FILES: Final = 0x400
+# close_range(2) with this flag first gives the calling thread a table of its own, as
+# unshare(CLONE_FILES) would; unlike unshare, container runtimes' default seccomp profiles allow
+# it to an unprivileged container.
+_CLOSE_RANGE_UNSHARE: Final = 2
+_NO_FD: Final = 2**32 - 1
 # close_range(2)'s upper bound: every descriptor there can be.
 _LAST_FD: Final = 2**31 - 1
 # How much longer than the call's own time limit its output is read: only a holder of that
 # limit that failed to end the call is ever waited out.
 _READING_MARGIN: Final = 5.0
 _libc = ctypes.CDLL(None, use_errno=True)
-_libc.unshare.argtypes = [ctypes.c_int]
-_libc.unshare.restype = ctypes.c_int
+_libc.close_range.argtypes = [ctypes.c_uint, ctypes.c_uint, ctypes.c_int]
+_libc.close_range.restype = ctypes.c_int
 
 
 def _keep_only(kept: tuple[int, ...]) -> None:
@@ -77,9 +82,12 @@ class ChannelCall(Generic[T]):
         own_table = False
         try:
             try:
-                if _libc.unshare(_CLONE_FILES) != 0:
+                # An empty range: the table becomes this thread's own, and nothing is closed.
+                if _libc.close_range(_NO_FD, _NO_FD, _CLOSE_RANGE_UNSHARE) != 0:
                     number = ctypes.get_errno()
-                    raise OSError(number, f"unshare(CLONE_FILES): {os.strerror(number)}")
+                    raise OSError(
+                        number, f"close_range(CLOSE_RANGE_UNSHARE): {os.strerror(number)}"
+                    )
                 own_table = True
                 _keep_only((self._channel.write_fd, self.ended_fd))
                 os.dup2(self._channel.write_fd, 0)
