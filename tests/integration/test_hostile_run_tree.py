@@ -5,7 +5,7 @@ layer: a FIFO, a link to /dev/zero, a dangling link, a file and a folder without
 
 The last scan neither waits on the FIFO nor reads /dev/zero nor runs out of recursion: it names
 each thing it could not read as a regular file, and the run stops (exit 1). The tree goes
-however the run ends: removed by the controller, or by the guardian when the controller is
+however the run ends: removed by the controller, or by the clean-up process when the controller is
 killed first.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.guardian import remove
+from app.controller.cleanup_process import remove
 from app.core.tree import MAX_DEPTH
 from tests.support.faults import Controller, settle
 from tests.support.hostile import HostileRun, Step, run_hostile
@@ -74,9 +74,9 @@ def test_the_last_scan_names_what_it_cannot_read_and_the_tree_goes(layer: str, b
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_the_guardian_removes_the_tree_whatever_it_holds(layer: str, base: Path) -> None:
+def test_the_clean_up_process_removes_the_tree_whatever_it_holds(layer: str, base: Path) -> None:
     """The controller is killed (SIGKILL: no clean-up of its own runs) once the planted tree is
-    there; the guardian removes it."""
+    there; the clean-up process removes it."""
 
     def kill(controller: Controller) -> None:
         controller.kill(signal.SIGKILL)

@@ -1,6 +1,6 @@
-"""Removing a run's tree whatever a tool left in it (app/controller/guardian.py's ``remove``,
-which the controller and the guardian both use): deep folders, folders and files without
-permissions, links of every kind, FIFOs and sockets; never following a link out of the tree."""
+"""Removing a run's tree whatever a tool left in it (``remove``, app/controller/cleanup_process.py,
+which the controller and the clean-up process both use): deep folders, folders and files
+without permissions, links of every kind, FIFOs and sockets; never following a link out."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.guardian import PROGRAM, remove
+from app.controller.cleanup_process import PROGRAM, remove
 from app.core.run_tree import INTERPRETER, UNPRIVILEGED_ID
 
 
@@ -96,7 +96,7 @@ def test_a_file_a_link_and_what_is_gone_already(place: Path) -> None:
 def test_a_tree_its_owner_closed_is_removed_by_that_owner(place: Path) -> None:
     """In the cluster the controller and its tools share one uid: a tool can take every
     permission away from its own folders, and the controller, their owner, gives them back.
-    (A root controller needs none: here the guardian runs at the tool's uid.)"""
+    (A root controller needs none: here the clean-up process runs at the tool's uid.)"""
     tree = place / "tree"
     _hostile_tree(tree, place, owner=UNPRIVILEGED_ID)
     os.chmod(place, 0o777)

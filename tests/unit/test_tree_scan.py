@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.guardian import remove
-from app.controller.report import KeyLeak, ScanIncomplete, scan_directory
+from app.controller.cleanup_process import remove
+from app.controller.secret_scan import KeyLeak, ScanIncomplete, scan_directory
 from app.core.tree import MAX_DEPTH, MAX_FILE_BYTES, Kind, walk
 
 SECRETS = {"the supplier key": b"s3cr3t-k3y-value"}
