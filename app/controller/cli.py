@@ -26,6 +26,7 @@ from app.controller.standard_streams import guarded_streams, refuse_closed_outpu
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, LayerUnavailable
+from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 
@@ -197,10 +198,12 @@ def _common(command: argparse.ArgumentParser) -> None:
 
 
 def _fatal(error: AnalystError) -> NoReturn:
+    # The message may quote a tool's words (its stderr, a file name it chose): one line,
+    # escaped, whatever they hold.
     if isinstance(error, CheckFailed):
-        print(f"ANALYST_FAILED: {error}", file=sys.stderr)
+        print(f"ANALYST_FAILED: {escaped(str(error))}", file=sys.stderr)
     else:
-        print(f"error ({error.label}): {error}", file=sys.stderr)
+        print(f"error ({error.label}): {escaped(str(error))}", file=sys.stderr)
     sys.exit(error.exit_code)
 
 
@@ -217,7 +220,7 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
         out_dir=outcome.out_dir,
         report_uri=outcome.report_uri,
     )
-    print("\n".join(closing.lines()), file=stream, flush=True)
+    print("\n".join(map(escaped, closing.lines())), file=stream, flush=True)
 
 
 def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
@@ -282,12 +285,14 @@ def _commands(args: argparse.Namespace) -> int:
     print("==> summary")
     for layer, outcome in outcomes:
         print(
-            f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
-            f"checks passed  recommended: {outcome.recommended}"
+            escaped(
+                f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
+                f"checks passed  recommended: {outcome.recommended}"
+            )
         )
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
-    print("\n".join(demo_ending(reports, page)))
+    print("\n".join(map(escaped, demo_ending(reports, page))))
     return 0
 
 

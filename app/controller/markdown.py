@@ -13,24 +13,13 @@ from __future__ import annotations
 
 import re
 import string
-import unicodedata
 from typing import Final
+
+from app.core.escaping import escaped_char
 
 _PUNCTUATION: Final = frozenset(string.punctuation)
 _LINE_BREAKS: Final = frozenset("\n\r\x0b\x0c\x85\u2028\u2029")
-# Characters that reorder or hide text on screen: bidirectional controls, and the invisible
-# formatting marks that can split a word so it no longer reads as what it says.
-_HIDDEN: Final = frozenset("\u061c\u200b\u200c\u200d\u200e\u200f\u2060\ufeff") | frozenset(
-    chr(c) for c in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
-)
 _BACKTICKS: Final = re.compile(r"`+")
-
-
-def _shown(char: str) -> str:
-    """A character that would act rather than show, as a visible escape."""
-    if char in _HIDDEN or unicodedata.category(char) == "Cc":
-        return f"\\u{{{ord(char):04x}}}"
-    return char
 
 
 def inline(text: str) -> str:
@@ -42,7 +31,7 @@ def inline(text: str) -> str:
         elif char in _PUNCTUATION:
             out.append("\\" + char)
         else:
-            out.append(_shown(char))
+            out.append(escaped_char(char))
     return "".join(out)
 
 
@@ -50,7 +39,7 @@ def verbatim(text: str) -> str:
     """``text`` as a fenced block that Markdown shows as it is, line by line."""
     lines = []
     for line in text.replace("\r\n", "\n").split("\n"):
-        lines.append("".join(" " if c in _LINE_BREAKS else _shown(c) for c in line))
+        lines.append("".join(" " if c in _LINE_BREAKS else escaped_char(c) for c in line))
     body = "\n".join(lines).strip("\n")
     longest = max((len(run) for run in _BACKTICKS.findall(body)), default=0)
     fence = "`" * max(3, longest + 1)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from app.controller.boundary_picture import Picture, picture
+from app.core.escaping import escaped_lines
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
 from app.tools.attacks import ATTACKS, OK
@@ -41,10 +42,17 @@ def environment() -> Any:
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
         autoescape=True,
+        # Every value a template prints, before it is HTML-escaped: bidirectional controls and
+        # invisible characters would reorder or hide what the page says.
+        finalize=_escaped_value,
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
     )
+
+
+def _escaped_value(value: Any) -> Any:
+    return escaped_lines(value) if isinstance(value, str) else value
 
 
 def render(template: str, **values: Any) -> bytes:

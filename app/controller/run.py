@@ -50,6 +50,7 @@ from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
 from app.core.errors import RunStopped
+from app.core.escaping import escaped
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
@@ -166,7 +167,7 @@ def prepared_run(
                 tool,
                 plan.run_id,
                 keep=options.keep_workdir,
-                note=lambda line: print(f"note: {line}", file=stream, flush=True),
+                note=lambda line: print(f"note: {escaped(line)}", file=stream, flush=True),
             )
         )
         # Removed however the run ends, even when the tree itself is kept.
@@ -312,7 +313,8 @@ def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:
         print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
         for notice in mode.notices():
             print(notice, file=stream)
-        print(guest_in_words(guest), file=stream)
+        # The machine's own words (its DMI product name, say): one line, escaped.
+        print(escaped(guest_in_words(guest)), file=stream)
     if run.in_cluster:
         # nitro-evidence and the rehearsal read this line from the pod's log.
         print(guest.line(), file=stream)

@@ -8,7 +8,9 @@ PASS or not, and its line shows it after the claim, in parentheses (a SKIP's rea
 dash); a FAIL line ends with the check's id, the name the accounting and the tests know it by.
 
 A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and still exit 0.
-A SKIP names why it cannot run here and is never counted as passed.
+A SKIP names why it cannot run here and is never counted as passed. A claim may quote what a
+tool, a case or a supplier said: each claim, detail and reason is escaped (app/core/escaping.py)
+before it is printed, kept for checks.json or carried by CheckFailed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Literal, TextIO, TypeVar
 
 from app.core.catalogue import CatalogueError, Check, Claim, Fact, Section
 from app.core.errors import RunStopped
+from app.core.escaping import escaped
 
 T = TypeVar("T")
 
@@ -119,13 +122,15 @@ class CheckLog:
                     f"section {self.section!r} made {claim.id} where it plans {due}"
                 )
             self.made += 1
-        record = CheckRecord(claim.id, outcome, claim.text, self.section, detail)
+        # A claim's values and its detail may quote a tool, a case or a supplier.
+        text, detail = escaped(claim.text), escaped(detail)
+        record = CheckRecord(claim.id, outcome, text, self.section, detail)
         self.records.append(record)
         if self.quiet and outcome == "PASS":
             return record
         if self._header_due:
             self._header()
-        line = f"{outcome} {claim.text}"
+        line = f"{outcome} {text}"
         if outcome == "SKIP":
             line += f" — {detail}"
         elif detail:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.secret_scan import KeyLeak, scan_directory, write_scanned
+from app.controller.secret_scan import KeyLeak, ScanIncomplete, scan_directory, write_scanned
 
 KEY = b"s3cr3t-supplier-key"
 PLACEHOLDER = b"nono-placeholder-0001"
@@ -41,7 +41,9 @@ def test_an_empty_secret_is_refused_rather_than_matching_everything(tmp_path: Pa
         scan_directory(tmp_path, {"the supplier key": b""})
 
 
-def test_unreadable_file_fails_the_scan(tmp_path: Path) -> None:
+def test_an_entry_the_scan_cannot_read_fails_it_by_name(tmp_path: Path) -> None:
+    """Anything but a regular file read whole is named, never followed (more in
+    test_tree_scan.py)."""
     (tmp_path / "dangling").symlink_to(tmp_path / "missing")
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(ScanIncomplete, match="dangling: a symbolic link"):
         scan_directory(tmp_path, SECRETS)
