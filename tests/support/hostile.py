@@ -118,11 +118,13 @@ def run_hostile(
     hung_after: float = HUNG_AFTER_SECONDS,
     pause_at: Sequence[str] = (),
     while_paused: Callable[[Controller], None] | None = None,
+    command: Sequence[str] = (),
 ) -> HostileRun:
     """Runs the sample case under ``layer`` with the hostile worker doing ``steps``; waits for
     the run to end (a run still going after ``hung_after`` is killed, its exit_code None).
     With ``pause_at`` the run holds still after each such check line (support/paused.py), and
-    ``while_paused`` is called at the first: to kill the controller there, say."""
+    ``while_paused`` is called at the first: to kill the controller there, say. ``command``
+    wraps the controller (``prlimit --as=...``, to bound what a flood can take of the machine)."""
     record = base / "secrets-record.jsonl"
     controller = start_controller(
         base,
@@ -134,6 +136,7 @@ def run_hostile(
             RECORD_VARIABLE: str(record),
         },
         pause_at=pause_at,
+        command=command,
     )
     if while_paused is not None:
         controller.wait_paused()

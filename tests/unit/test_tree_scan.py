@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,8 @@ import pytest
 
 from app.controller.cleanup_process import remove
 from app.controller.secret_scan import KeyLeak, ScanIncomplete, scan_directory
+from app.core.repo import REPO_ROOT
+from app.core.run_tree import INTERPRETER, UNPRIVILEGED_ID
 from app.core.tree import MAX_DEPTH, MAX_FILE_BYTES, Kind, walk
 
 SECRETS = {"the supplier key": b"s3cr3t-k3y-value"}
@@ -93,3 +96,37 @@ def test_the_walk_is_iterative_past_any_recursion_limit(run_dir: Path) -> None:
     kinds = [entry.kind for entry in walk(run_dir)]
     assert kinds.count(Kind.TOO_DEEP) == 1
     assert kinds.count(Kind.FOLDER) == MAX_DEPTH + 2  # the nest's, and reader and reader/out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to scan as another uid")
+def test_what_the_scanning_uid_cannot_open_is_named_not_a_traceback(run_dir: Path) -> None:
+    """In the cluster the controller is not root: a file or folder a tool closed to it is an
+    entry of its own in the scan's answer."""
+    out = run_dir / "reader" / "out"
+    (out / "unreadable").write_bytes(b"x")
+    os.chmod(out / "unreadable", 0)
+    (out / "closed").mkdir()
+    os.chmod(out / "closed", 0)
+    os.chmod(run_dir, 0o755)
+    scan = (
+        "import sys; from pathlib import Path; from app.core.tree import walk; "
+        "print('\\n'.join(e.described for e in walk(Path(sys.argv[1]))))"
+    )
+    listed = subprocess.run(
+        [
+            INTERPRETER,
+            "-I",
+            "-S",
+            "-c",
+            f"import sys; sys.path.insert(0, {str(REPO_ROOT)!r}); " + scan,
+            str(run_dir),
+        ],
+        capture_output=True,
+        text=True,
+        user=UNPRIVILEGED_ID,
+        group=UNPRIVILEGED_ID,
+        extra_groups=[],
+        check=True,
+    ).stdout.splitlines()
+    assert "reader/out/unreadable: an entry that cannot be read (Permission denied)" in listed
+    assert "reader/out/closed: an entry that cannot be read (Permission denied)" in listed
