@@ -15,7 +15,8 @@ from app.controller import cli
 from app.controller.markdown import inline, verbatim
 from app.controller.report_page import environment
 from app.controller.run import RunOutcome
-from app.core.checklog import CheckFailed, CheckLog
+from app.core.catalogue import Check, Section
+from app.core.checklog import CheckFailed, CheckLog, CheckRecord
 from app.core.errors import RunStopped
 from app.core.escaping import escaped, escaped_lines
 
@@ -58,14 +59,20 @@ def test_the_function_keeps_printable_text_and_shows_the_rest_as_escapes() -> No
     assert escaped_lines("one\n\x1b[2Jtwo") == "one\n\\x1b[2Jtwo"
 
 
+NAMED = Check("test.named", "a claim naming {value}")
+SKIPPED = Check("test.skipped", "a claim naming {value}")
+BROKEN = Check("test.broken", "a claim naming {value}")
+SECTION = Section("attacks", NAMED, SKIPPED, BROKEN)
+
+
 def test_check_lines_details_and_records(sample: str) -> None:
     stream = io.StringIO()
     log = CheckLog(stream=stream)
-    log.begin("attacks")
-    log.require(True, f"a claim naming {sample}")
-    log.skip(f"a claim naming {sample}", f"a reason naming {sample}")
+    log.begin(SECTION)
+    log.require(NAMED(value=sample), True, detail=f"observed {sample}")
+    log.skip(SKIPPED(value=sample), f"a reason naming {sample}")
     with pytest.raises(CheckFailed) as failed:
-        log.require(False, f"a claim naming {sample}", detail=f"observed {sample}")
+        log.require(BROKEN(value=sample), False, detail=f"observed {sample}")
     lines = stream.getvalue().split("\n")
     assert lines[-1] == "" and len(lines) == 1 + 3 + 1, lines  # the header, three checks
     assert [line[:5] for line in lines[1:4]] == ["PASS ", "SKIP ", "FAIL "]
@@ -76,7 +83,8 @@ def test_check_lines_details_and_records(sample: str) -> None:
 
 
 def test_error_lines(sample: str, capsys: pytest.CaptureFixture[str]) -> None:
-    for error in (RunStopped(f"the evaluator's tool process said: {sample}"), CheckFailed(sample)):
+    record = CheckRecord("test.broken", "FAIL", sample, "attacks", sample)
+    for error in (RunStopped(f"the evaluator's tool process said: {sample}"), CheckFailed(record)):
         with pytest.raises(SystemExit):
             cli._fatal(error)
         err = capsys.readouterr().err
