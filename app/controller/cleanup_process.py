@@ -59,20 +59,19 @@ def remove(path: Path) -> None:
 def _unlink(folder: int, name: str) -> bool:
     """Removes ``name`` unless it is a folder (a link is removed, never followed); whether it
     is a folder still to remove."""
-    try:
-        os.unlink(name, dir_fd=folder)
-    except FileNotFoundError:
-        return False
-    except IsADirectoryError:
-        return True
-    except PermissionError:
-        _open_up(folder)
+    for attempt in range(2):
         try:
             os.unlink(name, dir_fd=folder)
         except FileNotFoundError:
             return False
         except IsADirectoryError:
             return True
+        except PermissionError:
+            if attempt:
+                raise
+            _open_up(folder)
+            continue
+        return False
     return False
 
 

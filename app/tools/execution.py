@@ -101,23 +101,16 @@ def exec_as_tool(
     ``-m`` could pick up from it. Its stdout and stderr are one channel, read with a bound
     (app/tools/channel.py); ``who`` names the process in the run's stop if it breaks one.
     """
-    TOOL_STARTS.add()
     channel = Channel()
     try:
-        try:
-            process = subprocess.Popen(
-                list(argv),
-                executable=executable,
-                stdin=subprocess.DEVNULL,
-                stdout=channel.write_fd,
-                stderr=channel.write_fd,
-                pass_fds=tuple(pass_fds),
-                env=dict(env),
-                cwd="/",
-                **tool.process_identity(),
-            )
-        except OSError as error:
-            raise ToolRunError(f"tool process could not start: {error}") from error
+        process = spawn_as_tool(
+            argv,
+            tool=tool,
+            env=env,
+            pass_fds=pass_fds,
+            executable=executable,
+            output=channel.write_fd,
+        )
         channel.close_write()
         try:
             ended = os.pidfd_open(process.pid)
@@ -146,16 +139,18 @@ def spawn_as_tool(
     env: Mapping[str, str],
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
+    output: int | None = None,
 ) -> subprocess.Popen[bytes]:
-    """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open."""
+    """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open.
+    Its stdout and stderr go to ``output`` (a channel's write end), or to pipes of its own."""
     TOOL_STARTS.add()
     try:
         return subprocess.Popen(
             list(argv),
             executable=executable,
             stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stdout=subprocess.PIPE if output is None else output,
+            stderr=subprocess.PIPE if output is None else output,
             pass_fds=tuple(pass_fds),
             env=dict(env),
             cwd="/",
