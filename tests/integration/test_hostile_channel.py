@@ -8,10 +8,7 @@ holding no more than the channel's bound of what it sent, and no secret left on 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,14 +29,6 @@ HELD = (
     "ended, but a process it left behind still held its stdout or stderr open: the controller "
     "stopped reading them"
 )
-
-
-@pytest.fixture
-def base() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-channel-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
 
 
 def the_stop(run: HostileRun) -> str:
@@ -69,38 +58,42 @@ def outlived(left: list[str]) -> None:
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_an_endless_result_line_stops_the_run_at_the_bound(layer: str, base: Path) -> None:
+def test_an_endless_result_line_stops_the_run_at_the_bound(layer: str, work_base: Path) -> None:
     """The first tool process of the run writes a result line without end: the preflight's."""
     role, action = PREFLIGHT[layer]
-    run = run_hostile(base, layer, [Step("flood-stdout", role=role, action=action)])
+    run = run_hostile(work_base, layer, [Step("flood-stdout", role=role, action=action)])
     assert the_stop(run) == f"error (run stopped): the {role}'s tool process {FLOODED}"
     assert kill_left(run) == []
 
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_flood_of_stderr_from_the_control_stops_the_run_at_the_bound(
-    layer: str, base: Path
+    layer: str, work_base: Path
 ) -> None:
-    run = run_hostile(base, layer, [Step("flood-stderr", role="control", action="attack-surface")])
+    run = run_hostile(
+        work_base, layer, [Step("flood-stderr", role="control", action="attack-surface")]
+    )
     assert the_stop(run) == f"error (run stopped): the unconfined control {FLOODED}"
     assert kill_left(run) == []
 
 
-def test_output_held_open_by_what_a_nono_role_left_behind_stops_the_run(base: Path) -> None:
+def test_output_held_open_by_what_a_nono_role_left_behind_stops_the_run(work_base: Path) -> None:
     """Without the baseline filter the worker's prologue would install, a nono role can fork
     a process into a session of its own, which holds its output after it ends: the run stops
     one second after the role's end, not at the time limit nor never."""
-    run = run_hostile(base, "nono", [Step("hold-output", role="evaluator", action="evaluate")])
+    run = run_hostile(work_base, "nono", [Step("hold-output", role="evaluator", action="evaluate")])
     left = kill_left(run)
     assert the_stop(run) == f"error (run stopped): the evaluator's tool process {HELD}"
     outlived(left)
 
 
-def test_a_bubblewrap_role_cannot_leave_a_process_behind_to_hold_its_output(base: Path) -> None:
+def test_a_bubblewrap_role_cannot_leave_a_process_behind_to_hold_its_output(
+    work_base: Path,
+) -> None:
     """bwrap passes the baseline filter before exec: the role's fork is refused (EPERM), its
     worker crashes, and the run stops naming it."""
     run = run_hostile(
-        base, "bubblewrap", [Step("hold-output", role="evaluator", action="evaluate")]
+        work_base, "bubblewrap", [Step("hold-output", role="evaluator", action="evaluate")]
     )
     stop = the_stop(run)
     assert stop.startswith(
@@ -112,9 +105,11 @@ def test_a_bubblewrap_role_cannot_leave_a_process_behind_to_hold_its_output(base
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_output_held_open_by_what_the_control_left_behind_stops_the_run(
-    layer: str, base: Path
+    layer: str, work_base: Path
 ) -> None:
-    run = run_hostile(base, layer, [Step("hold-output", role="control", action="attack-surface")])
+    run = run_hostile(
+        work_base, layer, [Step("hold-output", role="control", action="attack-surface")]
+    )
     left = kill_left(run)
     assert the_stop(run) == f"error (run stopped): the unconfined control {HELD}"
     outlived(left)

@@ -5,10 +5,6 @@ nothing leaves the run as it always is, complete.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,25 +16,17 @@ pytestmark = pytest.mark.integration
 LAYERS = ["bubblewrap", "nono"]
 
 
-@pytest.fixture
-def base() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-hostile-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    shutil.rmtree(made, ignore_errors=True)
-
-
 @pytest.mark.parametrize("layer", LAYERS)
 @pytest.mark.parametrize(
     ("who", "action"),
     [("evaluator", "evaluate"), ("control", "attack-surface")],
 )
 def test_the_hostile_code_runs_in_the_process_its_step_names(
-    layer: str, who: str, action: str, base: Path
+    layer: str, who: str, action: str, work_base: Path
 ) -> None:
     """The step's attack ('report') exits 3 with a line saying where it ran; the controller
     shows that line as the tool's own words, and the run stops there."""
-    run = run_hostile(base, layer, [Step("report", role=who, action=action)])
+    run = run_hostile(work_base, layer, [Step("report", role=who, action=action)])
     assert run.exit_code == 1, run.describe()
     (error,) = [line for line in run.error_lines() if line.startswith("error (run stopped):")]
     assert f"hostile worker ran as {who} for {action}: RLIMIT_FSIZE" in error, run.describe()
@@ -48,7 +36,7 @@ def test_the_hostile_code_runs_in_the_process_its_step_names(
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_plan_that_does_nothing_leaves_the_run_complete(layer: str, base: Path) -> None:
-    run = run_hostile(base, layer, [Step("passthrough")])
+def test_a_plan_that_does_nothing_leaves_the_run_complete(layer: str, work_base: Path) -> None:
+    run = run_hostile(work_base, layer, [Step("passthrough")])
     assert run.exit_code == 0, run.describe()
     assert "ANALYST_COMPLETE=" in run.stdout

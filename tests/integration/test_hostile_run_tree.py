@@ -11,16 +11,12 @@ killed first.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.controller.cleanup_process import remove
 from app.core.tree import MAX_DEPTH
 from tests.support.faults import Controller, settle
 from tests.support.hostile import HostileRun, Step, run_hostile
@@ -40,22 +36,16 @@ NAMED = [
 ]
 
 
-@pytest.fixture
-def base() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-tree-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    remove(made)
-
-
 def trees_left(run: HostileRun) -> list[str]:
     work = run.controller.work
     return [p.name for p in work.iterdir() if re.fullmatch(r"[0-9a-f]{32}", p.name)]
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_the_last_scan_names_what_it_cannot_read_and_the_tree_goes(layer: str, base: Path) -> None:
-    run = run_hostile(base, layer, [PLANT])
+def test_the_last_scan_names_what_it_cannot_read_and_the_tree_goes(
+    layer: str, work_base: Path
+) -> None:
+    run = run_hostile(work_base, layer, [PLANT])
     assert run.exit_code == 1, run.describe()
     fails = [line for line in run.stdout.splitlines() if line.startswith("FAIL ")]
     assert len(fails) == 1, run.describe()
@@ -69,20 +59,22 @@ def test_the_last_scan_names_what_it_cannot_read_and_the_tree_goes(layer: str, b
     (stop,) = [line for line in run.error_lines() if line.strip()]
     assert stop.startswith("ANALYST_FAILED: and so was every file left in the run"), stop
     assert trees_left(run) == []
-    assert not (base / "out").exists()
+    assert not (work_base / "out").exists()
     assert run.secrets() and run.secrets_on_disk() == []
     assert run.processes_left() == []
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_the_clean_up_process_removes_the_tree_whatever_it_holds(layer: str, base: Path) -> None:
+def test_the_clean_up_process_removes_the_tree_whatever_it_holds(
+    layer: str, work_base: Path
+) -> None:
     """The controller is killed (SIGKILL: no clean-up of its own runs) once the planted tree is
     there; the clean-up process removes it."""
 
     def kill(controller: Controller) -> None:
         controller.kill(signal.SIGKILL)
 
-    run = run_hostile(base, layer, [PLANT], pause_at=[SECRETS_GONE], while_paused=kill)
+    run = run_hostile(work_base, layer, [PLANT], pause_at=[SECRETS_GONE], while_paused=kill)
     assert run.exit_code == -signal.SIGKILL, run.describe()
     assert settle(lambda: trees_left(run)) == [], run.describe()
     assert settle(run.secrets_on_disk) == []

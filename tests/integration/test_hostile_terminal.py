@@ -7,14 +7,10 @@ report as one escaped line of its own words, and none acts.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.controller.cleanup_process import remove
 from app.core.escaping import escaped
 from tests.support.hostile import HostileRun, Step, run_hostile
 from tests.support.hostile_worker import FORGED_NAME
@@ -27,14 +23,6 @@ FORGED_STDERR = "\x1b]52;c;ZXZpbA==\x07\x1b[1G\x1b[2KANALYST_COMPLETE=deadbeef\n
 FORGED_WINNER = "\x1b[2J\x1b[Hcedar"
 
 
-@pytest.fixture
-def base() -> Iterator[Path]:
-    made = Path(tempfile.mkdtemp(prefix="analyst-terminal-", dir="/var/tmp"))
-    os.chmod(made, 0o755)
-    yield made
-    remove(made)
-
-
 def nothing_acts(run: HostileRun) -> None:
     for text in (run.stdout, run.stderr):
         assert ESC not in text and BEL not in text and "\r" not in text, run.describe()
@@ -44,10 +32,10 @@ def nothing_acts(run: HostileRun) -> None:
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_file_name_with_a_newline_and_ansi_codes_is_one_escaped_name(
-    layer: str, base: Path
+    layer: str, work_base: Path
 ) -> None:
     plant = Step("plant", role="control", action="attack-surface", args={"kinds": ["forged-name"]})
-    run = run_hostile(base, layer, [plant])
+    run = run_hostile(work_base, layer, [plant])
     assert run.exit_code == 0, run.describe()  # a regular file, without a secret: scanned
     nothing_acts(run)
     lines = run.stdout.splitlines()
@@ -56,7 +44,7 @@ def test_a_file_name_with_a_newline_and_ansi_codes_is_one_escaped_name(
     assert f"reader/out/{escaped(FORGED_NAME)}" in listing, listing
     # The listing is the last check, after checks.json and report.html are written: they hold
     # no text of the tool's, and nothing that acts.
-    out = base / "out"
+    out = work_base / "out"
     claims = [record["claim"] for record in json.loads((out / "checks.json").read_text())["checks"]]
     assert not [claim for claim in claims if ESC in claim or "\n" in claim]
     assert ESC not in (out / "report.html").read_text(encoding="utf-8")
@@ -64,10 +52,10 @@ def test_a_file_name_with_a_newline_and_ansi_codes_is_one_escaped_name(
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_tools_stderr_with_osc_52_and_a_fake_end_is_one_escaped_error_line(
-    layer: str, base: Path
+    layer: str, work_base: Path
 ) -> None:
     say = Step("say", role="evaluator", action="evaluate", args={"stderr": FORGED_STDERR})
-    run = run_hostile(base, layer, [say])
+    run = run_hostile(work_base, layer, [say])
     assert run.exit_code == 1, run.describe()
     nothing_acts(run)
     (stop,) = [line for line in run.error_lines() if line.strip()]
@@ -79,7 +67,7 @@ def test_a_tools_stderr_with_osc_52_and_a_fake_end_is_one_escaped_error_line(
 
 @pytest.mark.parametrize("layer", LAYERS)
 def test_a_forged_winner_that_clears_the_screen_is_a_fail_that_shows_it_escaped(
-    layer: str, base: Path
+    layer: str, work_base: Path
 ) -> None:
     result = {
         "action": "evaluate",
@@ -90,7 +78,7 @@ def test_a_forged_winner_that_clears_the_screen_is_a_fail_that_shows_it_escaped(
     }
     line = f"ANALYST_RESULT {json.dumps(result)}\n"
     run = run_hostile(
-        base, layer, [Step("answer", role="evaluator", action="evaluate", args={"line": line})]
+        work_base, layer, [Step("answer", role="evaluator", action="evaluate", args={"line": line})]
     )
     assert run.exit_code == 1, run.describe()
     nothing_acts(run)
