@@ -142,7 +142,10 @@ def _opened_before_the_handlers(log: str) -> list[str]:
         for i, line in enumerate(lines[start:], start)
         if re.search(r"rt_sigaction\(SIGTERM, \{sa_handler=0x", line)
     )
-    paths = [re.search(r'openat\([^"]*"([^"]+)"', line) for line in lines[start + 1 : installed]]
+    # Without a cached bytecode file the entry point is opened twice (its missing cache, then
+    # its source): neither is a module loaded before the handlers.
+    window = [line for line in lines[start + 1 : installed] if not entry.search(line)]
+    paths = [re.search(r'openat\([^"]*"([^"]+)"', line) for line in window]
     return [p.group(1) for p in paths if p and p.group(1).endswith((".py", ".pyc"))]
 
 
