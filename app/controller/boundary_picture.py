@@ -19,6 +19,8 @@ from typing import Any, Final
 from app.core.roles import ROLES
 
 POLICY_NAME: Final = {"bubblewrap": "argument list", "nono": "nono profile"}
+# How a path under the run's private tree is written, the tree itself named once on the page.
+RUN_TREE: Final = "<run tree>"
 WIDTH: Final = 1240
 LINE: Final = 15  # px between text lines (12 px monospace)
 CHAR: Final = 7.3  # px per character of 12 px monospace, a little over most fonts' advance
@@ -124,7 +126,7 @@ def _wrap(text: str, width: float, css: str = "", indent: str = "    ") -> list[
 def _short(path: str, top: str) -> str:
     """A path under the run's tree, written from the tree: ``<run tree>/run/reader/in``."""
     if top and (path == top or path.startswith(top + "/")):
-        return "<run tree>" + path[len(top) :]
+        return RUN_TREE + path[len(top) :]
     return path
 
 

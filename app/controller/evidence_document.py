@@ -18,7 +18,7 @@ from app.core.case import Case
 from app.tools.layer import LayerReadings
 
 EVIDENCE_SCHEMA_VERSION: Final = 1
-CHECKS_SCHEMA_VERSION: Final = 1
+CHECKS_SCHEMA_VERSION: Final = 2
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """The demo's page comparing the two layers' runs of one case, side by side.
 
-For every check (by its id) it sets the two layers' outcomes beside each other, with what each
-observed; a check only one layer makes is what only that layer proves. For every attack it
-sets each layer's answers beside the unconfined control's: the same refusal reached by
-different means shows as different errnos (ENOENT under bubblewrap, EACCES under nono).
-It is rendered from the two runs' own evidence.json and checks.json, escaped like report.html.
+Checks are matched across the layers by their stable id, never by wording: a check both layers
+make (``files.reader.no-new-file``, ``attacks.files``) shows each layer's outcome and what each
+observed, so the same refusal reached by different means reads as different errnos (EROFS
+under bubblewrap, EACCES under nono); an id only one layer's run holds is what only that layer
+proves. Every attack's probe is set beside the unconfined control's answer. The page is
+rendered from the two runs' own evidence.json and checks.json, escaped like report.html.
 """
 
 from __future__ import annotations
@@ -30,39 +31,53 @@ class LayerRun:
     evidence: Mapping[str, Any]
     checks: list[CheckView]
 
+    def count(self, status: str) -> int:
+        return sum(1 for check in self.checks if check.status == status)
+
 
 def load(out_dir: Path) -> LayerRun:
     evidence = json.loads((out_dir / "evidence.json").read_text(encoding="utf-8"))
     checks = json.loads((out_dir / "checks.json").read_text(encoding="utf-8"))
-    return LayerRun(str(evidence["layer"]), out_dir, evidence, check_views(checks))
-
-
-def key(check: CheckView) -> str:
-    """What names a check across layers: its id, or (before a run carries ids) its claim."""
-    return check.claim if check.id.startswith("#") else check.id
+    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
+    return LayerRun(str(evidence["layer"]), out_dir, evidence, check_views(checks, top))
 
 
 @dataclass(frozen=True)
 class CheckRow:
-    key: str
-    section: str
-    outcomes: list[CheckView | None]  # one per layer, None where the layer makes no such check
+    """One check id and each layer's record of it (None where that layer's run has none)."""
+
+    id: str
+    outcomes: list[CheckView | None]
+
+    @property
+    def made(self) -> list[CheckView]:
+        return [outcome for outcome in self.outcomes if outcome is not None]
 
     @property
     def only(self) -> int | None:
+        """The one layer whose run made this check, if only one did."""
         present = [i for i, outcome in enumerate(self.outcomes) if outcome is not None]
         return present[0] if len(present) == 1 else None
 
+    @property
+    def sections(self) -> list[str]:
+        return list(dict.fromkeys(check.section for check in self.made))
+
+    @property
+    def claim(self) -> str | None:
+        """The claim when every layer words it alike; None when each says how it holds."""
+        claims = {check.claim for check in self.made}
+        return claims.pop() if len(claims) == 1 else None
+
 
 def check_rows(runs: Sequence[LayerRun]) -> list[CheckRow]:
-    order: dict[str, CheckRow] = {}
+    """Every id any run made, in the order the first run made it (then the next run's own)."""
+    rows: dict[str, CheckRow] = {}
     for index, run in enumerate(runs):
         for check in run.checks:
-            row = order.setdefault(
-                key(check), CheckRow(key(check), check.section, [None] * len(runs))
-            )
+            row = rows.setdefault(check.id, CheckRow(check.id, [None] * len(runs)))
             row.outcomes[index] = check
-    return list(order.values())
+    return list(rows.values())
 
 
 @dataclass(frozen=True)
@@ -82,19 +97,17 @@ def _roles_answer(evidence: Mapping[str, Any], probe: str) -> str:
 
 
 def attack_rows(runs: Sequence[LayerRun]) -> list[AttackRow]:
-    rows = []
-    for attack in ATTACKS:
-        for probe in attack.probes:
-            control = runs[0].evidence.get("attack_answers", {}).get("control", {})
-            rows.append(
-                AttackRow(
-                    attack.key,
-                    probe,
-                    str(control.get(probe, "not tried")),
-                    [_roles_answer(run.evidence, probe) for run in runs],
-                )
-            )
-    return rows
+    control = runs[0].evidence.get("attack_answers", {}).get("control", {})
+    return [
+        AttackRow(
+            attack.key,
+            probe,
+            str(control.get(probe, "not tried")),
+            [_roles_answer(run.evidence, probe) for run in runs],
+        )
+        for attack in ATTACKS
+        for probe in attack.probes
+    ]
 
 
 def render_comparison(runs: Sequence[LayerRun], page_dir: Path) -> bytes:
@@ -103,7 +116,7 @@ def render_comparison(runs: Sequence[LayerRun], page_dir: Path) -> bytes:
         "comparison.html.j2",
         runs=runs,
         links=[os.path.relpath(run.out_dir / "report.html", page_dir) for run in runs],
-        rows=rows,
+        shared=[row for row in rows if row.only is None],
         only=[[row for row in rows if row.only == i] for i in range(len(runs))],
         attacks=attack_rows(runs),
     )

@@ -1,29 +1,35 @@
 """report.html: one self-contained page per run, for a reviewer who has never seen the project.
 
 It is rendered from the run's own documents (evidence.json, checks.json and comparison.json)
-and the layer's committed element accounting, with Jinja2's autoescaping on: every
-text that came from a tool, a case, the model or the supplier reaches the page escaped. The page
-loads nothing (inline CSS and SVG, no script, a Content-Security-Policy that allows none).
+and the layer's committed element accounting, with Jinja2's autoescaping on: every text that
+came from a tool, a case, the model or the supplier reaches the page escaped. The page loads
+nothing (inline CSS and SVG, no script, a Content-Security-Policy that allows none).
+
+Every check is shown and found by its stable id (app/core/catalogue.py), never by its wording
+or its place in the list: the check list, the element table and the attack matrix name ids, so
+a check the catalogue gains appears here with no change to this module.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from app.controller.boundary_picture import Picture, picture
+from app.controller import catalogue as controller_checks
+from app.controller.boundary_picture import RUN_TREE, Picture, picture
+from app.core.catalogue import Check
 from app.core.escaping import escaped_lines
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
+from app.tools import catalogue as common_checks
 from app.tools.attacks import ATTACKS, OK
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
-# What a SKIP line appends to its claim before its reason (CheckLog.skip).
-SKIP_SEPARATOR: Final = " \u2014 "
 CONTROL: Final = "control"
 
 
@@ -36,7 +42,7 @@ class ReportInputs:
 
 @cache
 def environment() -> Any:
-    # Imported here: only the last phase of a run needs Jinja2.
+    # Imported here: only the report page needs Jinja2.
     import jinja2
 
     return jinja2.Environment(
@@ -52,7 +58,18 @@ def environment() -> Any:
 
 
 def _escaped_value(value: Any) -> Any:
+    # A macro's output (Markup, which has __html__) is markup the template wrote, whose own
+    # values were finalized as it was built: escaping it again would show its tags as text.
+    if hasattr(value, "__html__"):
+        return value
     return escaped_lines(value) if isinstance(value, str) else value
+
+
+def compile_templates() -> None:
+    """Compiles every template ahead of the first render (app/controller/report_templates.py)."""
+    templates = environment()
+    for name in templates.list_templates(extensions=["j2"]):
+        templates.get_template(name)
 
 
 def render(template: str, **values: Any) -> bytes:
@@ -60,59 +77,66 @@ def render(template: str, **values: Any) -> bytes:
     return text.encode("utf-8")
 
 
+def within_run_tree(text: str, top: str) -> str:
+    """The text with the run's private tree written as ``<run tree>``: check details name
+    paths under it, and the page says once where it was."""
+    if not top:
+        return text
+    return re.sub(re.escape(top) + r"(?![\w.-])", RUN_TREE, text)
+
+
 # --- checks ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class CheckView:
-    index: int
     id: str
     section: str
     status: str
     claim: str
-    reason: str
+    # What was observed (PASS, FAIL); for a SKIP, why it cannot be made here.
     detail: str
 
+    @property
+    def anchor(self) -> str:
+        return f"check-{self.id}"
 
-def check_views(checks: Mapping[str, Any]) -> list[CheckView]:
-    views = []
-    for index, record in enumerate(checks["checks"], start=1):
-        claim, reason = str(record["claim"]), ""
-        detail = str(record.get("detail", ""))
-        status = str(record.get("outcome", record.get("status", "")))
-        if status == "SKIP" and SKIP_SEPARATOR in claim:
-            claim, _, reason = claim.rpartition(SKIP_SEPARATOR)
-        elif status == "SKIP":
-            # A SKIP's detail is why it cannot be made here.
-            reason, detail = detail, ""
-        views.append(
-            CheckView(
-                index=index,
-                id=str(record.get("id") or f"#{index}"),
-                section=str(record["section"]),
-                status=status,
-                claim=claim,
-                reason=reason,
-                detail=detail,
-            )
+
+def check_views(checks: Mapping[str, Any], top: str) -> list[CheckView]:
+    """checks.json's records, in order; ``top``: the run tree, abbreviated in each detail."""
+    return [
+        CheckView(
+            id=str(record["id"]),
+            section=str(record["section"]),
+            status=str(record["outcome"]),
+            claim=str(record["claim"]),
+            detail=within_run_tree(str(record["detail"]), top),
         )
-    return views
+        for record in checks["checks"]
+    ]
 
 
 @dataclass(frozen=True)
 class Section:
     name: str
     checks: list[CheckView]
+    # A check of this section made after the page was written (the read-back scan): named, since
+    # its line is in the run's output but cannot be in checks.json or here.
+    after_page: Sequence[Check]
 
     def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
+
+
+# The checks a run makes after it has written this page, by section.
+AFTER_PAGE: Final = {controller_checks.EVIDENCE.name: (controller_checks.SCANNED_AFTER,)}
 
 
 def sections(views: Sequence[CheckView]) -> list[Section]:
     by_name: dict[str, list[CheckView]] = {}
     for view in views:
         by_name.setdefault(view.section, []).append(view)
-    return [Section(name, checks) for name, checks in by_name.items()]
+    return [Section(name, checks, AFTER_PAGE.get(name, ())) for name, checks in by_name.items()]
 
 
 # --- the attack matrix ----------------------------------------------------------------------
@@ -133,6 +157,9 @@ class MatrixRow:
     claim: str
     probe: str
     cells: list[Cell]
+    # The checks that prove the row, by id: the attack's own and its unconfined control's.
+    check: CheckView | None
+    control: CheckView | None
 
 
 def _cell(column: str, answer: str | None, control: str | None) -> Cell:
@@ -147,16 +174,18 @@ def _cell(column: str, answer: str | None, control: str | None) -> Cell:
     return Cell(column, answer, "refused", "\u2717", "refused")
 
 
-def attack_matrix(evidence: Mapping[str, Any]) -> list[MatrixRow]:
+def attack_matrix(evidence: Mapping[str, Any], by_id: Mapping[str, CheckView]) -> list[MatrixRow]:
     answers = evidence.get("attack_answers", {})
     control, roles = answers.get("control", {}), answers.get("roles", {})
     rows = []
     for attack in ATTACKS:
+        check = by_id.get(common_checks.ATTACK.id_for(attack=attack.key))
+        made_control = by_id.get(common_checks.ATTACK_CONTROL.id_for(attack=attack.key))
         for probe in attack.probes:
             seen = control.get(probe)
             cells = [_cell(CONTROL, seen, seen)]
             cells += [_cell(role, roles.get(role, {}).get(probe), seen) for role in ROLES]
-            rows.append(MatrixRow(attack.key, attack.claim, probe, cells))
+            rows.append(MatrixRow(attack.key, attack.claim, probe, cells, check, made_control))
     return rows
 
 
@@ -167,24 +196,13 @@ def attack_matrix(evidence: Mapping[str, Any]) -> list[MatrixRow]:
 class ElementView:
     element: str
     tokens: str
-    watcher: CheckView | None
-    watched_by: str  # the accounting's name for its check
+    watched_by: str  # the id of the check that fails without it ("" when redundant)
+    watcher: CheckView | None  # that check as this run made it; None when it did not
     because: str
     redundant: str
 
 
-def _watcher(name: str, views: Sequence[CheckView]) -> CheckView | None:
-    """The check an element's accounting names: by id, or by the opening of its claim."""
-    for view in views:
-        if view.id == name:
-            return view
-    for view in views:
-        if view.claim.startswith(name):
-            return view
-    return None
-
-
-def element_views(layer: str, views: Sequence[CheckView]) -> dict[str, list[ElementView]]:
+def element_views(layer: str, by_id: Mapping[str, CheckView]) -> dict[str, list[ElementView]]:
     path = POLICIES_DIR / layer / "elements.json"
     accounting = json.loads(path.read_text(encoding="utf-8"))
     by_role: dict[str, list[ElementView]] = {}
@@ -193,10 +211,8 @@ def element_views(layer: str, views: Sequence[CheckView]) -> dict[str, list[Elem
             ElementView(
                 element=str(entry["element"]),
                 tokens=str(entry.get("argv", "")),
-                watcher=_watcher(str(entry.get("fails_without_it", "")), views)
-                if "fails_without_it" in entry
-                else None,
                 watched_by=str(entry.get("fails_without_it", "")),
+                watcher=by_id.get(str(entry.get("fails_without_it", ""))),
                 because=str(entry.get("because", "")),
                 redundant=str(entry.get("redundant", "")),
             )
@@ -219,6 +235,7 @@ class ReportView:
     elements: dict[str, list[ElementView]]
     picture: Picture
     supplier_names: dict[str, str]
+    run_tree: str
 
     def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
@@ -227,21 +244,28 @@ class ReportView:
     def skipped(self) -> list[CheckView]:
         return [check for check in self.checks if check.status == "SKIP"]
 
+    @property
+    def after_page(self) -> list[Check]:
+        return [check for section in self.sections for check in section.after_page]
+
 
 def report_view(inputs: ReportInputs) -> ReportView:
     evidence = inputs.evidence
-    views = check_views(inputs.checks)
+    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
+    views = check_views(inputs.checks, top)
+    by_id = {view.id: view for view in views}
     suppliers = evidence.get("case", {}).get("suppliers", [])
     return ReportView(
         evidence=evidence,
         comparison=inputs.comparison,
         checks=views,
         sections=sections(views),
-        matrix=attack_matrix(evidence),
+        matrix=attack_matrix(evidence, by_id),
         columns=[CONTROL, *ROLES],
-        elements=element_views(str(evidence["layer"]), views),
+        elements=element_views(str(evidence["layer"]), by_id),
         picture=picture(evidence),
         supplier_names={str(s["id"]): str(s["name"]) for s in suppliers},
+        run_tree=top,
     )
 
 

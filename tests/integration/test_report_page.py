@@ -2,94 +2,36 @@
 has a hostile name, opened in headless Chromium: what a reviewer's browser shows.
 
 Both runs' evidence.json and checks.json are validated against their schemas; the pages are
-read from the DOM Chromium builds (--dump-dom) and photographed at 1280 px wide.
+read from the DOM Chromium builds (--dump-dom) and photographed at 1280 px wide. The runs come
+from tests/support/report_runs.py: the nono run's claims are all reworded, so every page is
+found and paired by check id alone.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
-import io
 import json
-import shutil
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.controller.boundary_picture import role_views
+from app.controller.evidence_document import CHECKS_SCHEMA_VERSION, EVIDENCE_SCHEMA_VERSION
 from app.controller.layer_comparison import write_layer_comparison
-from app.controller.report_page import ReportInputs, render_report
-from app.controller.run import RunOptions, RunOutcome, run_case
-from app.core.repo import SAMPLE_CASE
+from app.controller.report_page import ReportInputs, render_report, within_run_tree
+from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Layer
-from app.tools.attacks import PROBES
+from app.tools.attacks import ATTACKS, PROBES
 from tests.support import browser
-from tests.support.dom import Element, find, parse
+from tests.support.dom import Element, find, inside, parse
+from tests.support.report_runs import HOSTILE_NAME, Runs
 from tests.support.schemas import problems, validate_tree
 
 pytestmark = pytest.mark.integration
 
-HOSTILE_NAME = (
-    "<script>document.title='owned'</script><img src=x onerror=\"document.title='owned'\">"
-    'Northstar & "Sons" </td></table>'
-)
 HOSTILE_TOOL_TEXT = "</text><script>document.title='owned'</script><b>bold</b>"
 WIDTH = 1280
-
-
-@dataclass(frozen=True)
-class Runs:
-    base: Path
-    outcomes: dict[Layer, RunOutcome]
-
-    def out(self, layer: Layer) -> Path:
-        return self.outcomes[layer].out_dir
-
-    def document(self, layer: Layer, name: str) -> Any:
-        return json.loads((self.out(layer) / name).read_text(encoding="utf-8"))
-
-
-def _hostile_case(base: Path) -> Path:
-    case = base / "case"
-    shutil.copytree(SAMPLE_CASE, case)
-    proposal = case / "proposals" / "northstar.json"
-    doc = json.loads(proposal.read_text())
-    doc["name"] = HOSTILE_NAME
-    data = json.dumps(doc).encode()
-    proposal.write_bytes(data)
-    case_doc = json.loads((case / "case.json").read_text())
-    for entry in case_doc["suppliers"]:
-        if entry["id"] == "northstar":
-            entry["name"] = HOSTILE_NAME
-            entry["sha256"] = hashlib.sha256(data).hexdigest()
-    (case / "case.json").write_text(json.dumps(case_doc))
-    return case
-
-
-@pytest.fixture(scope="module")
-def runs() -> Iterator[Runs]:
-    base = Path(tempfile.mkdtemp(prefix="analyst-report-", dir="/var/tmp"))
-    base.chmod(0o755)
-    try:
-        case = _hostile_case(base)
-        outcomes = {}
-        for layer in Layer:
-            options = RunOptions(
-                layer=layer,
-                case_dir=case,
-                out_dir=base / "runs" / layer.value / "out",
-                work_base=base / "work",
-                workdir_layers=tuple(Layer),
-            )
-            (base / "runs" / layer.value).mkdir(parents=True)
-            outcomes[layer] = run_case(options, stream=io.StringIO())
-        yield Runs(base, outcomes)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -100,29 +42,43 @@ def chromium() -> str:
     return found
 
 
-def test_each_runs_files_match_their_schemas(runs: Runs) -> None:
-    assert validate_tree(runs.base) == 4
+def test_each_runs_files_match_their_schemas(page_runs: Runs) -> None:
+    assert validate_tree(page_runs.base) == 4
     for layer in Layer:
-        assert runs.document(layer, "evidence.json")["schema_version"] == 1
-        assert runs.document(layer, "checks.json")["schema_version"] == 1
+        evidence = page_runs.document(layer, "evidence.json")
+        checks = page_runs.document(layer, "checks.json")
+        assert evidence["schema_version"] == EVIDENCE_SCHEMA_VERSION
+        assert checks["schema_version"] == CHECKS_SCHEMA_VERSION == 2
+        ids = [record["id"] for record in checks["checks"]]
+        assert len(ids) == len(set(ids)), "an id names one check of a run"
 
 
-def test_a_document_that_breaks_its_schema_is_named(runs: Runs) -> None:
-    evidence = runs.document(Layer.NONO, "evidence.json")
+def test_a_document_that_breaks_its_schema_is_named(page_runs: Runs) -> None:
+    evidence = page_runs.document(Layer.NONO, "evidence.json")
     broken = copy.deepcopy(evidence)
     del broken["schema_version"]
     broken["attack_answers"]["roles"]["reader"]["tcp4"] = "<b>refused</b>"
     found = problems("evidence.json", broken)
     assert any("'schema_version' is a required property" in p for p in found), found
     assert any(p.startswith("attack_answers/roles/reader/tcp4:") for p in found), found
-    checks = runs.document(Layer.BUBBLEWRAP, "checks.json")
+    checks = page_runs.document(Layer.BUBBLEWRAP, "checks.json")
     checks["checks"][0]["outcome"] = "PASSED"
-    assert [p.split(":")[0] for p in problems("checks.json", checks)] == ["checks/0/outcome"]
+    del checks["checks"][1]["id"]
+    skipped = next(i for i, r in enumerate(checks["checks"]) if r["outcome"] == "SKIP")
+    checks["checks"][skipped]["detail"] = ""
+    assert sorted(p.split(":")[0] for p in problems("checks.json", checks)) == [
+        "checks/0/outcome",
+        "checks/1",
+        f"checks/{skipped}/detail",
+    ]
+    checks = page_runs.document(Layer.BUBBLEWRAP, "checks.json")
+    checks["schema_version"] = 1
+    assert [p.split(":")[0] for p in problems("checks.json", checks)] == ["schema_version"]
 
 
-def test_the_page_loads_nothing(runs: Runs) -> None:
+def test_the_page_loads_nothing(page_runs: Runs) -> None:
     for layer in Layer:
-        page = (runs.out(layer) / "report.html").read_text(encoding="utf-8")
+        page = (page_runs.out(layer) / "report.html").read_text(encoding="utf-8")
         elements = parse(page)
         assert not [e for e in elements if e.tag in ("script", "img", "link", "iframe")]
         assert not [e for e in elements if "src" in e.attrs]
@@ -144,21 +100,35 @@ def _assert_hostile_text_is_text(dom: list[Element], hostile: str) -> None:
     assert hostile in _text_of(dom)
 
 
+def _run_tree(evidence: dict[str, Any]) -> str:
+    return str(evidence["endpoints"]["run_tree"])
+
+
+def _assert_every_check_by_id(dom: list[Element], checks: dict[str, Any], top: str) -> None:
+    """Every record of checks.json, found by its id alone, with its status and what it
+    observed (or why it was skipped); nothing else is shown as a check of the run."""
+    shown = find(dom, "div", data_check_id="")
+    assert [e.attrs["data-check-id"] for e in shown] == [r["id"] for r in checks["checks"]]
+    for element, record in zip(shown, checks["checks"], strict=True):
+        assert element.attrs["data-status"] == record["outcome"], record["id"]
+        assert element.attrs["id"] == f"check-{record['id']}"
+        assert record["outcome"] in element.text and record["id"] in element.text
+        assert within_run_tree(record["detail"], top) in element.text, record["id"]
+    assert top not in _text_of(shown), "the run tree is named once, not in every detail"
+
+
 @pytest.mark.parametrize("layer", list(Layer))
 def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
-    runs: Runs, layer: Layer, chromium: str
+    page_runs: Runs, layer: Layer, chromium: str
 ) -> None:
-    page = runs.out(layer) / "report.html"
+    page = page_runs.out(layer) / "report.html"
     dom = parse(browser.dump_dom(page))
-    # Every check of checks.json, by its id, with its status.
-    for index, record in enumerate(runs.document(layer, "checks.json")["checks"], start=1):
-        check_id = record.get("id") or f"#{index}"
-        shown = find(dom, "div", data_check_id=check_id)
-        assert len(shown) == 1, check_id
-        assert shown[0].attrs["data-status"] == record["outcome"]
-        assert record["outcome"] in shown[0].text and check_id in shown[0].text
+    evidence = page_runs.document(layer, "evidence.json")
+    checks = page_runs.document(layer, "checks.json")
+    _assert_every_check_by_id(dom, checks, _run_tree(evidence))
+    statuses = {record["id"]: record["outcome"] for record in checks["checks"]}
     # A cell for every attack's probe and every column, with the answer the run recorded.
-    answers = runs.document(layer, "evidence.json")["attack_answers"]
+    answers = evidence["attack_answers"]
     rows = find(dom, "tr", data_probe="")
     assert [row.attrs["data-probe"] for row in rows] == list(PROBES)
     cells = find(dom, "td", data_column="")
@@ -169,9 +139,26 @@ def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
         index = list(PROBES).index(probe)
         row_cells = cells[index * 4 : index * 4 + 4]
         assert {c.attrs["data-column"]: c.text[1:] for c in row_cells} == expected, probe
+    # Each attack links the check that proves it and its control's, by id.
+    (matrix,) = find(dom, "table", id="attack-matrix")
+    links = {e.attrs["href"] for e in find(inside(dom, matrix), "a")}
+    for attack in ATTACKS:
+        for check_id in (f"attacks.{attack.key}", f"attacks.{attack.key}.control"):
+            assert check_id in statuses, check_id
+            assert f"#check-{check_id}" in links, check_id
+    # Each policy element beside the id of the check that watches it, with that check's status.
+    accounting = _accounting(layer)
+    elements = find(dom, "tr", data_element="")
+    assert [e.attrs["data-element"] for e in elements] == [el for el, _ in accounting]
+    for row, (element, watched_by) in zip(elements, accounting, strict=True):
+        assert row.attrs.get("data-watched-by", "") == watched_by, element
+        if watched_by in statuses:
+            assert statuses[watched_by] in row.text, element
+        elif watched_by:
+            assert "not made in this run" in row.text, element
     # The picture names every role and each mount it got.
     svg_text = _text_of(find(dom, "text"))
-    for view in role_views(runs.document(layer, "evidence.json")):
+    for view in role_views(evidence):
         assert f"{view.role} (" in svg_text
         assert view.mounts
         for mount in view.mounts:
@@ -183,16 +170,26 @@ def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
     )
 
 
-def test_hostile_tool_text_shows_as_text(runs: Runs, tmp_path: Path, chromium: str) -> None:
+def _accounting(layer: Layer) -> list[tuple[str, str]]:
+    """Each role's elements in the committed accounting, with the id that watches each."""
+    document = json.loads((POLICIES_DIR / layer.value / "elements.json").read_text())
+    return [
+        (str(entry["element"]), str(entry.get("fails_without_it", "")))
+        for entries in document["roles"].values()
+        for entry in entries
+    ]
+
+
+def test_hostile_tool_text_shows_as_text(page_runs: Runs, tmp_path: Path, chromium: str) -> None:
     """Text that came from tool processes (readings, check details) reaches the page escaped,
     in the SVG as in the tables."""
-    out = runs.out(Layer.BUBBLEWRAP)
-    evidence = runs.document(Layer.BUBBLEWRAP, "evidence.json")
-    checks = runs.document(Layer.BUBBLEWRAP, "checks.json")
+    out = page_runs.out(Layer.BUBBLEWRAP)
+    evidence = page_runs.document(Layer.BUBBLEWRAP, "evidence.json")
+    checks = page_runs.document(Layer.BUBBLEWRAP, "checks.json")
     evidence["policy"]["bwrap_argument_lists"]["reader"] += ["--ro-bind", "/x", HOSTILE_TOOL_TEXT]
     evidence["guest"]["kernel"] = HOSTILE_TOOL_TEXT
     checks["checks"][0]["detail"] = HOSTILE_TOOL_TEXT
-    comparison = runs.document(Layer.BUBBLEWRAP, "comparison.json")
+    comparison = page_runs.document(Layer.BUBBLEWRAP, "comparison.json")
     page = tmp_path / "report.html"
     page.write_bytes(render_report(ReportInputs(evidence, checks, comparison)))
     assert (out / "report.html").read_bytes() != page.read_bytes()
@@ -203,9 +200,9 @@ def test_hostile_tool_text_shows_as_text(runs: Runs, tmp_path: Path, chromium: s
 
 @pytest.mark.parametrize("layer", list(Layer))
 def test_the_page_is_neither_blank_nor_cut_off_at_1280_px(
-    runs: Runs, layer: Layer, chromium: str
+    page_runs: Runs, layer: Layer, chromium: str
 ) -> None:
-    shot = browser.screenshot(runs.out(layer) / "report.html", WIDTH, scale=0.25)
+    shot = browser.screenshot(page_runs.out(layer) / "report.html", WIDTH, scale=0.25)
     assert shot.scroll_width <= WIDTH, f"the page is {shot.scroll_width} px wide"
     pixels = browser.read_png(shot.png)
     assert pixels.width == WIDTH // 4
@@ -215,20 +212,44 @@ def test_the_page_is_neither_blank_nor_cut_off_at_1280_px(
 
 
 def test_the_comparison_page_sets_each_check_and_attack_side_by_side(
-    runs: Runs, chromium: str
+    page_runs: Runs, chromium: str
 ) -> None:
-    page = write_layer_comparison([runs.out(layer) for layer in Layer])
-    assert page.parent == runs.base / "runs"
+    """The runs are worded differently (tests/support/report_runs.py): the page pairs each
+    check id both layers made, shows each layer's own status and observed values, and lists
+    every other id under the one layer that made it."""
+    page = write_layer_comparison([page_runs.out(layer) for layer in Layer])
+    assert page.parent == page_runs.base / "runs"
     dom = parse(browser.dump_dom(page))
     assert [row.attrs["data-probe"] for row in find(dom, "tr", data_probe="")] == list(PROBES)
-    shown = {row.attrs["data-check"] for row in find(dom, "tr", data_check="")}
+    records = {
+        layer: {r["id"]: r for r in page_runs.document(layer, "checks.json")["checks"]}
+        for layer in Layer
+    }
+    trees = {layer: _run_tree(page_runs.document(layer, "evidence.json")) for layer in Layer}
+    both = [i for i in records[Layer.BUBBLEWRAP] if i in records[Layer.NONO]]
+    rows = find(dom, "tr", data_check="")
+    shared = [row for row in rows if "data-only" not in row.attrs]
+    assert [row.attrs["data-check"] for row in shared] == both
+    differ = 0
+    for row in shared:
+        check_id = row.attrs["data-check"]
+        cells = find(inside(dom, row), "td", data_layer="")
+        assert [c.attrs["data-layer"] for c in cells] == [layer.value for layer in Layer]
+        for cell, layer in zip(cells, Layer, strict=True):
+            record = records[layer][check_id]
+            assert cell.attrs["data-status"] == record["outcome"], (check_id, layer)
+            assert within_run_tree(record["detail"], trees[layer]) in cell.text, (check_id, layer)
+        details = {within_run_tree(records[la][check_id]["detail"], trees[la]) for la in Layer}
+        differ += len(details) > 1
+    # The same check reached by different means: the layers observed different values.
+    assert differ > 0
     for layer in Layer:
-        for index, record in enumerate(runs.document(layer, "checks.json")["checks"], start=1):
-            claim = record["claim"]
-            if record["outcome"] == "SKIP":
-                claim = claim.rpartition(" \u2014 ")[0]
-            assert (record.get("id") or claim) in shown, index
-    bubblewrap, nono = (runs.document(layer, "evidence.json") for layer in Layer)
+        other = next(o for o in Layer if o is not layer)
+        alone = [i for i in records[layer] if i not in records[other]]
+        assert alone, f"{layer} proves something the other layer does not"
+        listed = [r.attrs["data-check"] for r in rows if r.attrs.get("data-only") == layer.value]
+        assert listed == alone
+    bubblewrap, nono = (page_runs.document(layer, "evidence.json") for layer in Layer)
     (host_file,) = find(dom, "tr", data_probe="host-file")
     assert bubblewrap["attack_answers"]["roles"]["reader"]["host-file"] in host_file.text
     assert nono["attack_answers"]["roles"]["reader"]["host-file"] in host_file.text

@@ -15,6 +15,9 @@ class Element:
     attrs: dict[str, str]
     parents: tuple[str, ...]
     parts: list[str] = field(default_factory=list)
+    # Its place in the document's list, and the place after its last descendant.
+    index: int = 0
+    end: int = 0
 
     @property
     def text(self) -> str:
@@ -29,13 +32,18 @@ class _Builder(HTMLParser):
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         element = Element(tag, {k: v or "" for k, v in attrs}, tuple(e.tag for e in self.open))
+        element.index = element.end = len(self.elements)
         self.elements.append(element)
-        if tag not in VOID:
+        if tag in VOID:
+            element.end += 1
+        else:
             self.open.append(element)
 
     def handle_endtag(self, tag: str) -> None:
         for index in range(len(self.open) - 1, -1, -1):
             if self.open[index].tag == tag:
+                for closed in self.open[index:]:
+                    closed.end = len(self.elements)
                 del self.open[index:]
                 return
 
@@ -48,7 +56,14 @@ def parse(html: str) -> list[Element]:
     builder = _Builder()
     builder.feed(html)
     builder.close()
+    for unclosed in builder.open:
+        unclosed.end = len(builder.elements)
     return builder.elements
+
+
+def inside(elements: list[Element], container: Element) -> list[Element]:
+    """The elements within ``container``, in document order."""
+    return elements[container.index + 1 : container.end]
 
 
 def find(elements: list[Element], tag: str | None = None, **attrs: str) -> list[Element]:
