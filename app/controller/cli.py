@@ -213,7 +213,7 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
     closing = Closing(
         run_id=outcome.run_id,
         passed=outcome.checks_passed,
-        skipped=outcome.checks_skipped,
+        skipped=outcome.skipped,
         recommended=outcome.recommended,
         counts=outcome.sections,
         model=outcome.model_description,

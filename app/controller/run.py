@@ -84,7 +84,7 @@ class RunOptions:
 class RunOutcome:
     run_id: str
     checks_passed: int
-    checks_skipped: int
+    skipped: tuple[str, ...]  # the ids of the checks skipped here
     out_dir: Path
     report_uri: str
     model_description: str
@@ -297,7 +297,7 @@ def _run(
         return RunOutcome(
             run_id=run.run_id,
             checks_passed=run.checks.passed,
-            checks_skipped=run.checks.skipped,
+            skipped=tuple(r.id for r in run.checks.records if r.outcome == "SKIP"),
             out_dir=copied,
             report_uri=f"s3://{services.bucket}/{run.report_prefix}",
             model_description=services.model.description,

@@ -4,6 +4,7 @@ and the demo's last lines."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,7 @@ class Closing:
 
     run_id: str
     passed: int
-    skipped: int
+    skipped: Sequence[str]  # the skipped checks' ids, in the order they were made
     recommended: str  # "Northstar Office Systems (northstar)"
     counts: list[SectionCount]
     model: str
@@ -79,7 +80,11 @@ class Closing:
     def lines(self) -> list[str]:
         lines = [f"ANALYST_COMPLETE={self.run_id}", f"{self.passed} checks passed"]
         if self.skipped:
-            lines.append(f"  {self.skipped} skipped (listed above with the reason; not counted)")
+            count = len(self.skipped)
+            lines.append(f"  {count} skipped, never counted as passed (each line above says why):")
+            lines += textwrap.wrap(
+                ", ".join(self.skipped), 96, initial_indent="    ", subsequent_indent="    "
+            )
         lines += [
             f"  recommended supplier: {self.recommended}",
             *count_table(self.counts),

@@ -96,7 +96,7 @@ def test_the_closing_summary(sample: str) -> None:
     outcome = RunOutcome(
         run_id="0" * 32,
         checks_passed=1,
-        checks_skipped=0,
+        skipped=(),
         out_dir=Path("/runs/x"),
         report_uri="s3://bucket/reports/x/",
         model_description="the offline model",
