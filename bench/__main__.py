@@ -17,6 +17,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
+from app.controller.phases.evidence import REPORT_PAGE_PHASE
 from app.core.roles import Layer
 from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
 from bench.startup import startup_and_proxy
@@ -25,6 +26,8 @@ from bench.startup import startup_and_proxy
 PLAIN_START_MS: Final = 20.0
 LAYER_ADDS_MS: Final = 5.0
 CASE_WALL_S: Final = 2.0
+# What the report page may add to a case: a small share of it, whatever the machine's speed.
+REPORT_SHARE: Final = 0.05
 CONCURRENT_CASES: Final = 32
 
 
@@ -79,11 +82,35 @@ def print_cases(count: int) -> None:
             "n/a (/proc is outside the nono profiles)" if tool is None else f"{tool / 1024:.1f} MiB"
         )
         print(f"  {'':11} peak RSS: controller {controller:.1f} MiB, largest tool {tool_text}")
+    print_report_page(figures)
     print("  phases (median per phase; wall ms, then CPU ms of the controller, of the processes")
     print("  it waited for, and of moto and the supplier API; tool processes started)")
     for layer, cases in figures.items():
         print(f"  -- {layer}")
         print_phases(median_phases(cases))
+
+
+def print_report_page(figures: dict[Layer, list[CaseFigures]]) -> None:
+    """What report.html costs a run: its modules and Jinja2 imported and its templates compiled
+    in a thread beside the checks, then the render, in the run's last phase."""
+    print("  report.html, median per layer: made ready in a thread beside the checks (its modules")
+    print("  and Jinja2 imported, the templates compiled), then rendered in the last phase")
+    for layer, cases in figures.items():
+        ready = [case.run["templates_ready"] for case in cases]
+        rows = [case.phase(REPORT_PAGE_PHASE) for case in cases]
+        share = statistics.median(
+            row["wall_ms"] / 1000 / case.wall_s for row, case in zip(rows, cases, strict=True)
+        )
+        print(
+            f"  {layer:<11} ready {_median(ready, 'wall_ms'):4.0f} ms wall, "
+            f"{_median(ready, 'cpu_ms'):3.0f} ms CPU; rendered {_median(rows, 'wall_ms'):4.0f} ms "
+            f"wall, {_median(rows, 'controller_cpu_ms'):3.0f} ms CPU: {share:4.1%} of the case"
+            f"   goal <= {REPORT_SHARE:.0%}: {_verdict(share, REPORT_SHARE)}"
+        )
+
+
+def _median(rows: list[dict[str, Any]], column: str) -> float:
+    return statistics.median(float(row[column]) for row in rows)
 
 
 def _cpu(cases: list[CaseFigures]) -> str:

@@ -42,9 +42,15 @@ class CaseFigures:
         return [
             _outside("interpreter and imports", before),
             *rows,
-            _outside("evidence, report copy, services stopped", after),
+            _outside("services stopped", after),
             _outside("interpreter exit", leaving),
         ]
+
+    def phase(self, name: str) -> dict[str, Any]:
+        """The run's own row of one phase."""
+        rows: list[dict[str, Any]] = [row for row in self.run["timing"] if row["phase"] == name]
+        (row,) = rows
+        return row
 
 
 def _outside(phase: str, wall_ms: float) -> dict[str, Any]:

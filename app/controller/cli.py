@@ -18,7 +18,6 @@ from app.controller.case_command import check_case, new_case
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
-from app.controller.layer_comparison import write_layer_comparison
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, say, stop_on_signals
@@ -290,6 +289,9 @@ def _commands(args: argparse.Namespace) -> int:
                 f"checks passed  recommended: {outcome.recommended}"
             )
         )
+    # Imported here: a run renders its pages only at its end (the report page phase).
+    from app.controller.layer_comparison import write_layer_comparison
+
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
     print("\n".join(map(escaped, demo_ending(reports, page))))

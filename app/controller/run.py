@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
 from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
@@ -41,6 +41,7 @@ from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.provenance import provenance
+from app.controller.report_templates import ReportTemplates
 from app.controller.shipped_layers import LayerFactory, shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
@@ -90,6 +91,10 @@ class RunOutcome:
     model_description: str
     recommended: str  # the supplier's name and id
     sections: list[SectionCount]
+    # The run's whole phase table: evidence.json's, then the last phase and the report page.
+    timing: list[dict[str, Any]]
+    # What making the report page's templates ready cost, in a thread beside the checks.
+    templates_ready: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -226,6 +231,9 @@ def _run(
     with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
         run, services, client = prepared.run, prepared.services, prepared.client
         clock.enter("preflight")
+        # From here the run mostly waits for one tool process at a time: the report page's
+        # templates are made ready meanwhile, in a thread of their own.
+        templates = ReportTemplates()
         guest = read_guest()
         _opening(run, prepared.mode, guest)
         # What this run alone used: runs at the same time share none of it (`make bench`).
@@ -290,10 +298,11 @@ def _run(
             correlation=correlated,
             timing=clock.table(),
         )
-        finish(run, services, parts, comparison.as_json(), secrets)
+        finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
         recommended = parts.recommendation
 
         copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
+        clock.stop()
         return RunOutcome(
             run_id=run.run_id,
             checks_passed=run.checks.passed,
@@ -303,6 +312,11 @@ def _run(
             model_description=services.model.description,
             recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
             sections=section_counts(run.checks.records),
+            timing=clock.table(),
+            templates_ready={
+                "wall_ms": round(templates.wall_ms, 1),
+                "cpu_ms": round(templates.cpu_ms, 1),
+            },
         )
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -110,6 +111,24 @@ class PhaseClock:
             self.rows.setdefault(self._current, PhaseRow(self._current)).add(self._since, now)
         self._current, self._since = phase, now
         self.rows.setdefault(phase, PhaseRow(phase))
+
+    @contextmanager
+    def aside(self, phase: str) -> Iterator[None]:
+        """Times the block as ``phase`` of its own, then returns to the phase it interrupted:
+        a step inside a section whose cost is wanted apart (the report page's render)."""
+        interrupted = self._current
+        self.enter(phase)
+        try:
+            yield
+        finally:
+            if interrupted is not None:
+                self.enter(interrupted)
+
+    def stop(self) -> None:
+        """Ends the current phase, so that the table holds it too."""
+        if self._current is not None and self._since is not None:
+            self.rows[self._current].add(self._since, self.read())
+        self._current = self._since = None
 
     def table(self) -> list[dict[str, Any]]:
         """Every phase ended so far, in the order first entered; the current one is left out

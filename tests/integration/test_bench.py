@@ -32,7 +32,11 @@ def test_a_small_bench_prints_every_figure_beside_its_goal() -> None:
         r"under nono +[\d.]+ ms +adds +[+-][\d.]+ ms .* goal <= \+5 ms: (met|MISSED)",
         r"bubblewrap +wall +[\d.]+ s +goal <= 2\.0 s: (met|MISSED)",
         r"nono +wall +[\d.]+ s +goal <= 2\.0 s: (met|MISSED)",
+        r"bubblewrap +ready +\d+ ms wall, +\d+ ms CPU; rendered +\d+ ms wall, +\d+ ms CPU: "
+        r"+[\d.]+% of the case +goal <= 5%: (met|MISSED)",
+        r"nono +ready .* goal <= 5%: (met|MISSED)",
         r"interpreter and imports +\d+",
+        r"report page +\d+ +\d+",
         r"supplier proxy +\d+",
         r"2 of 2 passed +goal all 2: met",
         r"none shared: 2 run ids",

@@ -102,6 +102,8 @@ def test_the_closing_summary(sample: str) -> None:
         model_description="the offline model",
         recommended=f"{sample} (cedar)",
         sections=[],
+        timing=[],
+        templates_ready={},
     )
     stream = io.StringIO()
     cli.print_outcome(outcome, stream)

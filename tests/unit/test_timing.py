@@ -86,3 +86,18 @@ def test_a_service_is_read_from_its_proc_while_it_runs(tmp_path: Path) -> None:
         service.stdin.close()
         service.wait()
     assert service_cpu_seconds(service.pid) == 0.0  # gone
+
+
+def test_a_step_timed_aside_gets_its_own_row_and_its_section_goes_on() -> None:
+    clock = PhaseClock()
+    clock.enter("evidence")
+    with clock.aside("report page"):
+        time.sleep(0.03)
+    time.sleep(0.02)
+    clock.stop()
+    rows = {row["phase"]: row for row in clock.table()}
+    assert list(rows) == ["evidence", "report page"]
+    assert rows["report page"]["wall_ms"] >= 30
+    assert rows["evidence"]["wall_ms"] >= 20
+    # Stopped: every phase is in the table, and the clock no longer counts.
+    assert clock.table() == list(rows.values())
