@@ -180,10 +180,11 @@ def test_hostile_availability_stops_before_any_tool_sees_it(
         work_base=work_base / "work",
         keep_workdir=True,
     )
-    with pytest.raises(CheckFailed, match="authenticated read"):
+    with pytest.raises(CheckFailed) as failed:
         run_case(options, stream=stream)
+    assert failed.value.check_id == "supplier.availability"
     fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
-    assert len(fails) == 1 and "authenticated read" in fails[0]
+    assert len(fails) == 1 and fails[0].endswith("[supplier.availability]")
     (run_dir,) = (work_base / "work").iterdir()
     assert not (run_dir / "run" / "evaluator" / "in" / "facts.json").exists()
     assert not (work_base / "out").exists()
@@ -208,14 +209,14 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
         out_dir=work_base / "out",
         work_base=work_base / "w",
     )
-    with pytest.raises(CheckFailed, match="the comparison's winner is 'northstar'"):
+    with pytest.raises(CheckFailed) as failed:
         run_case(options, stream=stream)
+    assert failed.value.check_id == "model.choice"
+    assert failed.value.record.detail == (
+        "GateRejected: the answer recommends 'harbor', but the comparison's winner is 'northstar'"
+    )
     fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
-    assert fails == [
-        "FAIL the model's own choice, harbor, matches the verified comparison "
-        "(GateRejected: the answer recommends 'harbor', but the comparison's winner is "
-        "'northstar') [model.choice]"
-    ]
+    assert len(fails) == 1 and fails[0].endswith(f"({failed.value.record.detail}) [model.choice]")
     assert not (work_base / "out").exists()
 
 
@@ -247,11 +248,13 @@ def test_a_case_named_like_the_control_with_one_supplier_named_like_its_stand_in
     case = _one_supplier_case(tmp_path / "case", "rfp-other", "not-a-supplier")
     output, outcome = _run(layer, case, work_base)
     assert not [line for line in output.splitlines() if line.startswith("FAIL ")]
-    assert "PASS IAM returns AccessDenied for reading another case's object" in output
-    assert (
-        "PASS control: the choice gate rejects an answer naming an id that is no supplier of "
-        "the case, not-a-supplier-2 (the answer recommends 'not-a-supplier-2', which is not a "
-        "supplier of this case)" in output
+    checks = json.loads((outcome.out_dir / "checks.json").read_text())["checks"]
+    made = {record["id"]: record for record in checks}
+    assert made["storage.iam.other-case"]["outcome"] == "PASS"
+    control = made["model.gate.choice.wrong-supplier"]
+    assert control["outcome"] == "PASS"
+    assert control["detail"] == (
+        "the answer recommends 'not-a-supplier-2', which is not a supplier of this case"
     )
     report = (outcome.out_dir / "recommendation.md").read_text()
     assert "(`not-a-supplier`)" in report
