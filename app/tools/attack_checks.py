@@ -16,7 +16,6 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +41,6 @@ from app.tools.controls import host_control
 from app.tools.execution import SYSTEM_PATH
 from app.tools.layer import ToolRunner
 from app.tools.seccomp import resolve_syscall
-from app.tools.together import run_together
 
 NEW_OUTPUT = "attack.txt"
 
@@ -154,24 +152,21 @@ class AttackChecks:
                     "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
                 ).data["answers"]
             )
-            # The control has had the reader's output directory to itself; the roles, each
-            # in its own directory with its own /dev/shm name, try every attack at once.
-            outcomes = run_together(
-                [
-                    partial(
-                        self.layer.run_tool,
-                        role,
-                        "attack-surface",
-                        attack_parameters(
-                            self.run, aim, self.layer.role_path(role, "out", ""), role
-                        ),
-                    )
-                    for role in ROLES
-                ]
-            )
+            # The control has had the reader's output directory to itself; then each role, in
+            # its own directory with its own /dev/shm name, tries every attack.
             seen: dict[Role, dict[str, str]] = {
-                role: dict(as_mapping(outcome.result().data["answers"]))
-                for role, outcome in zip(ROLES, outcomes, strict=True)
+                role: dict(
+                    as_mapping(
+                        self.layer.run_tool(
+                            role,
+                            "attack-surface",
+                            attack_parameters(
+                                self.run, aim, self.layer.role_path(role, "out", ""), role
+                            ),
+                        ).data["answers"]
+                    )
+                )
+                for role in ROLES
             }
         self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
         for attack in ATTACKS:

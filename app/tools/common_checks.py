@@ -7,20 +7,16 @@ thing and succeeds, so what refuses is the layer, not the file's mode or the uid
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future
-from functools import partial
+from collections.abc import Iterable
 from pathlib import Path
 
 from app.core.files import read_regular
-from app.core.results import ToolResult
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import credential_variables
 from app.tools import catalogue as c
 from app.tools.layer import ToolRunner
-from app.tools.together import Pending, judge_together, run_together
 
 MAX_BOUNDARY_FILE_BYTES = 4096
 # Staged in each role's input by the directory checks, for the role to read.
@@ -39,112 +35,73 @@ class CommonChecks:
 
     # --- what the reader was given --------------------------------------------------------
 
-    def read_only_file_checks(self, *layer_own: Pending[ToolResult]) -> None:
-        """The checks below whose tool calls only read or open (no call writes a byte), all
-        made at once; the lines then print in this order, the layer's own checks after the
-        case's. The writer's write and the directory checks, which change files, come after."""
-        judge_together(
-            [
-                self.reads_staged_case(),
-                *layer_own,
-                self.reads_staged_proposals(),
-                self.input_write_refused(),
-                self.hidden_files_refused(),
-            ]
-        )
-
-    def reads_staged_case(self) -> Pending[ToolResult]:
+    def reads_staged_case(self) -> None:
         """The reader reads the case file the controller staged for it, byte for byte."""
         host = self.run.paths.workspace("reader").input / "case.json"
         staged = hashlib.sha256(host.read_bytes()).hexdigest()
         inside = self.layer.role_path("reader", "in", "case.json")
+        read = self.layer.run_tool("reader", "read-case", inside)
+        self.checks.require(
+            c.READS_CASE,
+            read.ok
+            and read.data["sha256"] == staged
+            and read.data["case_id"] == self.run.case.case_id,
+            detail=f"{inside}: read {read.observed}, case {read.data.get('case_id')}, sha256 "
+            + (
+                f"{staged[:16]}…"
+                if read.data.get("sha256") == staged
+                else f"{read.data.get('sha256')}, the controller's {staged}"
+            ),
+        )
 
-        def judge(outcomes: list[Future[ToolResult]]) -> None:
-            read = outcomes[0].result()
-            self.checks.require(
-                c.READS_CASE,
-                read.ok
-                and read.data["sha256"] == staged
-                and read.data["case_id"] == self.run.case.case_id,
-                detail=f"{inside}: read {read.observed}, case {read.data.get('case_id')}, sha256 "
-                + (
-                    f"{staged[:16]}…"
-                    if read.data.get("sha256") == staged
-                    else f"{read.data.get('sha256')}, the controller's {staged}"
-                ),
-            )
-
-        return Pending([partial(self.layer.run_tool, "reader", "read-case", inside)], judge)
-
-    def reads_staged_proposals(self) -> Pending[ToolResult]:
+    def reads_staged_proposals(self) -> None:
         """The reader opens every proposal staged for it, each the bytes its case entry names."""
-        case = self.run.case
-        paths = {
-            entry.id: self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
-            for entry in case.suppliers
-        }
-
-        def judge(outcomes: list[Future[ToolResult]]) -> None:
-            seen = {}
-            for supplier_id, outcome in zip(paths, outcomes, strict=True):
-                result = outcome.result()
-                seen[supplier_id] = (result.data.get("supplier_id"), result.data.get("sha256"))
-            expected = {entry.id: (entry.id, entry.sha256) for entry in case.suppliers}
-            self.checks.require(
-                c.READS_PROPOSALS,
-                seen == expected,
-                detail=", ".join(
-                    f"{sid} {str(digest)[:16]}…" if seen == expected else f"{sid} {digest}"
-                    for sid, (_, digest) in seen.items()
-                ),
-            )
-
-        calls = [
-            partial(self.layer.run_tool, "reader", "read-proposal", path) for path in paths.values()
-        ]
-        return Pending(calls, judge)
+        seen = {}
+        for entry in self.run.case.suppliers:
+            path = self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
+            read = self.layer.run_tool("reader", "read-proposal", path)
+            seen[entry.id] = (read.data.get("supplier_id"), read.data.get("sha256"))
+        expected = {entry.id: (entry.id, entry.sha256) for entry in self.run.case.suppliers}
+        self.checks.require(
+            c.READS_PROPOSALS,
+            seen == expected,
+            detail=", ".join(
+                f"{sid} {str(digest)[:16]}…" if seen == expected else f"{sid} {digest}"
+                for sid, (_, digest) in seen.items()
+            ),
+        )
 
     # --- refusals, each beside its control ------------------------------------------------
 
-    def input_write_refused(self) -> Pending[ToolResult]:
-        """Its own input case file is writable at the tool's uid, but not through the layer."""
+    def input_write_refused(self) -> None:
+        """Its own input case file is writable at the tool's uid, but not through the layer.
+        Neither open writes a byte: the control's succeeds, the reader's is refused."""
         host = self.run.paths.workspace("reader").input / "case.json"
         before = hashlib.sha256(host.read_bytes()).hexdigest()
         st = host.stat()
         uid = self.run.tool.uid
+        control = self.layer.run_unconfined("open-write", str(host))
+        unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
+        self.checks.require(
+            c.INPUT_WRITE_CONTROL(uid=uid),
+            control.ok and unchanged and st.st_uid == uid,
+            detail=f"{host}: the open {control.observed}, unchanged {unchanged}, owner {st.st_uid}",
+        )
+        refusals = self.layer.refusals
         inside = self.layer.role_path("reader", "in", "case.json")
+        refused = self.layer.run_tool("reader", "open-write", inside)
+        self.checks.require(
+            c.INPUT_WRITE(reason=refusals.input_write_reason, errno=refusals.input_write),
+            refused.refused_with(refusals.input_write),
+            detail=f"{inside}: observed {refused.observed}",
+        )
 
-        def judge(outcomes: list[Future[ToolResult]]) -> None:
-            control_outcome, refused_outcome = outcomes
-            control = control_outcome.result()
-            unchanged = hashlib.sha256(host.read_bytes()).hexdigest() == before
-            self.checks.require(
-                c.INPUT_WRITE_CONTROL(uid=uid),
-                control.ok and unchanged and st.st_uid == uid,
-                detail=f"{host}: the open {control.observed}, unchanged {unchanged}, owner "
-                f"{st.st_uid}",
-            )
-            refusals = self.layer.refusals
-            refused = refused_outcome.result()
-            self.checks.require(
-                c.INPUT_WRITE(reason=refusals.input_write_reason, errno=refusals.input_write),
-                refused.refused_with(refusals.input_write),
-                detail=f"{inside}: observed {refused.observed}",
-            )
-
-        # Neither open writes a byte: the control's succeeds, the reader's is refused.
-        calls = [
-            partial(self.layer.run_unconfined, "open-write", str(host)),
-            partial(self.layer.run_tool, "reader", "open-write", inside),
-        ]
-        return Pending(calls, judge)
-
-    def hidden_files_refused(self) -> Pending[ToolResult]:
+    def hidden_files_refused(self) -> None:
         """Another role's file, the supplier key and the AWS credential: open at the tool's
         uid without the layer, refused with the layer's exact errno to the reader and, for the
         AWS credential (the Pod Identity token in the cluster), to every role."""
         run, refusals = self.run, self.layer.refusals
-        paths = {
+        hidden: dict[str, tuple[str, Path]] = {
             "writer-private": (
                 "the writer's private file",
                 run.paths.workspace("writer").input / "private.json",
@@ -152,39 +109,27 @@ class CommonChecks:
             "supplier-key": ("the supplier key file", run.supplier.key_file),
             "aws-credential": (run.aws_credential.description, run.aws_credential.path),
         }
-        targets: list[tuple[str, str, Path, tuple[Role, ...]]] = [
-            (target, *paths[target], roles) for target, roles in c.HIDDEN_TARGETS
-        ]
-        # Every open (none writes), each control first; then the lines in the same order.
-        calls: list[Callable[[], ToolResult]] = []
-        for _, _, path, roles in targets:
-            calls.append(partial(self.layer.run_unconfined, "open-read", str(path)))
-            calls += [partial(self.layer.run_tool, role, "open-read", str(path)) for role in roles]
-
-        def judge(outcomes: list[Future[ToolResult]]) -> None:
-            each = iter(outcomes)
-            for target, label, path, roles in targets:
-                control = next(each).result()
+        for target, roles in c.HIDDEN_TARGETS:
+            label, path = hidden[target]
+            control = self.layer.run_unconfined("open-read", str(path))
+            self.checks.require(
+                c.HIDDEN_CONTROL(target=target, uid=run.tool.uid, label=label),
+                control.ok,
+                detail=f"{path}: the open {control.observed}",
+            )
+            for role in roles:
+                refused = self.layer.run_tool(role, "open-read", str(path))
                 self.checks.require(
-                    c.HIDDEN_CONTROL(target=target, uid=run.tool.uid, label=label),
-                    control.ok,
-                    detail=f"{path}: the open {control.observed}",
+                    c.HIDDEN(
+                        target=target,
+                        role=role,
+                        label=label,
+                        reason=refusals.hidden_file_reason,
+                        errno=refusals.hidden_file,
+                    ),
+                    refused.refused_with(refusals.hidden_file),
+                    detail=f"{path}: observed {refused.observed}",
                 )
-                for role in roles:
-                    refused = next(each).result()
-                    self.checks.require(
-                        c.HIDDEN(
-                            target=target,
-                            role=role,
-                            label=label,
-                            reason=refusals.hidden_file_reason,
-                            errno=refusals.hidden_file,
-                        ),
-                        refused.refused_with(refusals.hidden_file),
-                        detail=f"{path}: observed {refused.observed}",
-                    )
-
-        return Pending(calls, judge)
 
     # --- what the writer may do -----------------------------------------------------------
 
@@ -232,16 +177,12 @@ class CommonChecks:
             else f"answers {control}",
         )
         # The control above has created and removed a file in every role's output directory;
-        # now the roles, each touching only its own outputs (and failing to create a file
-        # there), all at once.
-        asked = {role: self._role_access(role) for role in ROLES}
-        outcomes = run_together(
-            [partial(self.layer.run_tool, role, "access", *ops) for role, (ops, _) in asked.items()]
-        )
-        for (role, (_, others)), outcome in zip(asked.items(), outcomes, strict=True):
+        # now each role, touching only its own outputs (and failing to create a file there).
+        for role in ROLES:
+            ops, others = self._role_access(role)
+            answers = self.layer.run_tool(role, "access", *ops).data["answers"]
             own = self.layer.role_path(role, "in", MARKER_FILE)
             names = OUTPUT_FILES[role]
-            answers = outcome.result().data["answers"]
             mine, created, theirs = (
                 answers[: len(names) + 1],
                 answers[len(names) + 1],

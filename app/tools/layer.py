@@ -17,7 +17,6 @@ the two steps begin, in order.
 
 from __future__ import annotations
 
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -109,15 +108,11 @@ class ConfinementLayer(ABC):
         # The largest peak memory a tool process of this run reported (KiB), for evidence.json
         # and the benchmark; None until one reports it (nono's roles cannot read their /proc).
         self.tool_peak_kib: int | None = None
-        # Tool processes may run at once (app/tools/together.py): what they report is noted
-        # one at a time.
-        self._noting = threading.Lock()
 
     def _seen(self, result: ToolResult) -> ToolResult:
         """Notes what a finished tool process reported about itself; returns the result."""
         if result.peak_rss_kib is not None:
-            with self._noting:
-                self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
+            self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
         return result
 
     @abstractmethod

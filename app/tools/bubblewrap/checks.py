@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from concurrent.futures import Future
-from functools import partial
 from pathlib import Path
 
 from app.core.draft import ExpectedDraft
-from app.core.results import ToolResult
 from app.core.run import Run
 from app.tools import catalogue as common_catalogue
 from app.tools.attack_checks import AttackChecks
@@ -24,7 +21,6 @@ from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
 from app.tools.drafts import verified_draft
 from app.tools.layer import LayerChecks, LayerReadings
-from app.tools.together import Pending
 
 
 class BubblewrapChecks(LayerChecks):
@@ -50,34 +46,34 @@ class BubblewrapChecks(LayerChecks):
 
     def boundary(self) -> None:
         self.checks.begin(c.FILES)
-        self.common.read_only_file_checks(self._same_file())
+        self.common.reads_staged_case()
+        self._same_file()
+        self.common.reads_staged_proposals()
+        self.common.input_write_refused()
+        self.common.hidden_files_refused()
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
         self.kernel.check()
         check_network(self.run, self.layer)
         self.attacks.check()
 
-    def _same_file(self) -> Pending[ToolResult]:
+    def _same_file(self) -> None:
         """The reader's /input/case.json is the controller's file, not a copy: the same inode."""
         host = self.run.paths.workspace("reader").input / "case.json"
         inside = f"{INPUT_MOUNT}/case.json"
-
-        def judge(outcomes: list[Future[ToolResult]]) -> None:
-            seen = outcomes[0].result()
-            fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-            try:
-                host_stat = os.fstat(fd)
-            finally:
-                os.close(fd)
-            same = (seen.data.get("device"), seen.data.get("inode"))
-            self.checks.require(
-                c.SAME_FILE,
-                seen.ok and same == (host_stat.st_dev, host_stat.st_ino),
-                detail=f"{inside}: the open {seen.observed}, device/inode {same[0]}/{same[1]}; "
-                f"the controller's {host_stat.st_dev}/{host_stat.st_ino}",
-            )
-
-        return Pending([partial(self.layer.run_tool, "reader", "open-read", inside)], judge)
+        seen = self.layer.run_tool("reader", "open-read", inside)
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            host_stat = os.fstat(fd)
+        finally:
+            os.close(fd)
+        same = (seen.data.get("device"), seen.data.get("inode"))
+        self.checks.require(
+            c.SAME_FILE,
+            seen.ok and same == (host_stat.st_dev, host_stat.st_ino),
+            detail=f"{inside}: the open {seen.observed}, device/inode {same[0]}/{same[1]}; "
+            f"the controller's {host_stat.st_dev}/{host_stat.st_ino}",
+        )
 
     def submit_draft(self, draft_path: Path, expected: ExpectedDraft) -> None:
         body = verified_draft(self.run, draft_path, expected)

@@ -5,16 +5,13 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
-from collections.abc import Callable
-from functools import partial
 from typing import Final
 
-from app.core.results import Errno, ToolResult
-from app.core.roles import ROLES, Role
+from app.core.results import Errno
+from app.core.roles import ROLES
 from app.core.run import Run
 from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.runner import BwrapRunner
-from app.tools.together import run_named
 
 # TEST-NET-1 (RFC 5737): never routed on the internet. Only a UDP connect(), which sends
 # nothing, is made to it from the controller.
@@ -51,20 +48,11 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
                 detail=f"from {source}",
             )
     beyond = loopback and route_error is None
-    # Every role's probes at once: each in a network namespace of its own, none sending a byte.
-    calls: dict[tuple[Role, str], Callable[[], ToolResult]] = {}
+    # Each role in a network namespace of its own; no probe sends a byte.
     for role in ROLES:
-        calls[role, "interfaces"] = partial(layer.run_tool, role, "interfaces")
-        calls[role, "supplier"] = partial(layer.run_tool, role, "tcp-connect", address, str(port))
-        if beyond:
-            calls[role, "beyond"] = partial(
-                layer.run_tool, role, "tcp-connect", probe_address, str(probe_port)
-            )
-    got = run_named(calls)
-    for role in ROLES:
-        names = got[role, "interfaces"].result().data["interfaces"]
+        names = layer.run_tool(role, "interfaces").data["interfaces"]
         checks.expect_equal(c.LOOPBACK_ONLY(role=role), names, ["lo"])
-        connect = got[role, "supplier"].result()
+        connect = layer.run_tool(role, "tcp-connect", address, str(port))
         if loopback:
             expected = Errno.ECONNREFUSED
             claim = c.SUPPLIER_REFUSED(role=role, address=address, port=port)
@@ -78,7 +66,7 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
         if not beyond:
             checks.skip(no_route, f"the controller's own kernel has no route there ({route_error})")
             continue
-        beyond_result = got[role, "beyond"].result()
+        beyond_result = layer.run_tool(role, "tcp-connect", probe_address, str(probe_port))
         checks.require(
             no_route,
             beyond_result.refused_with(Errno.ENETUNREACH),

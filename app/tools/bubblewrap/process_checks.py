@@ -7,8 +7,6 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
-from concurrent.futures import Future
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,7 +29,6 @@ from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.bubblewrap.sandbox_checks import SandboxChecks
 from app.tools.common_checks import CommonChecks
 from app.tools.inherited import inherited_filters, over_inherited
-from app.tools.together import run_named
 from app.tools.worker.system import read_namespaces, read_status
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
@@ -60,46 +57,27 @@ class ProcessChecks:
     def what_the_tool_got(self) -> None:
         self._check_bwrap()
         self._check_controller()
-        # Every tool process of the section at once: each is a sandbox of its own, and the one
-        # file written (the reader's check.txt) is written by that call alone.
-        sandbox = SandboxChecks(self.run, self.layer)
-        bwrap_env = {**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
-        reading = partial(
-            self.layer.run_confined, action="proc-status", args=[], bwrap_env=bwrap_env
+        tool = self.checks.holds(
+            c.READER_STARTS, lambda: self._reading("reader"), refusals=(ToolRunError,)
         )
-        got = run_named(
-            {
-                "reader": partial(reading, "reader"),
-                "identity": partial(
-                    self.layer.run_tool, "reader", "write-file", IDENTITY_FILE, "identity check\n"
-                ),
-                "environment control": partial(
-                    self.layer.run_confined,
-                    "reader",
-                    "env-names",
-                    [],
-                    omit={"--clearenv"},
-                    bwrap_env=bwrap_env,
-                    purpose="environment control",
-                ),
-                **sandbox.calls(),
-                **{role: partial(reading, role) for role in ROLES[1:]},
-            }
-        )
-        tool = self.checks.holds(c.READER_STARTS, got["reader"].result, refusals=(ToolRunError,))
         self.readings["reader_proc_status"] = dict(tool.data)
         status = as_mapping(tool.data["status"])
-        self._check_ids(tool, status, got["identity"].result())
+        self._check_ids(tool, status)
         self._check_privileges(status)
         self._check_namespaces(tool)
         self._check_mounts(tool)
-        environment: list[str] = list(tool.data["environment"])
-        self._check_environment(environment, got["environment control"].result())
-        sandbox.check(tool, got)
+        self._check_environment(list(tool.data["environment"]))
+        SandboxChecks(self.run, self.layer).check(tool)
         # Each check above watches one part of the reader's vector; the others' vectors are
         # held to the same, reading for reading.
         for role in ROLES[1:]:
-            self._same_as_the_reader(role, tool, got[role])
+            self._same_as_the_reader(role, tool)
+
+    def _reading(self, role: Role) -> ToolResult:
+        """What the role reads from its own /proc, started by a bwrap whose own environment
+        holds BWRAP_ONLY, which must not reach the role."""
+        bwrap_env = {**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"}
+        return self.layer.run_confined(role, "proc-status", [], bwrap_env=bwrap_env)
 
     def _state(self, role: Role, data: Mapping[str, Any]) -> dict[str, Any]:
         """A proc-status reading with what must differ between roles put as what must hold:
@@ -114,12 +92,10 @@ class ProcessChecks:
         state["mounts"] = set(data["mounts"]) == named
         return state
 
-    def _same_as_the_reader(
-        self, role: Role, reader: ToolResult, outcome: Future[ToolResult]
-    ) -> None:
+    def _same_as_the_reader(self, role: Role, reader: ToolResult) -> None:
         claim = c.SAME_AS_READER(role=role)
         try:
-            theirs = outcome.result()
+            theirs = self._reading(role)
         except ToolRunError as error:
             self.checks.fail(claim, f"ToolRunError: {error}")
             return
@@ -173,7 +149,7 @@ class ProcessChecks:
             f"Seccomp {status['Seccomp']}",
         )
 
-    def _check_ids(self, tool: ToolResult, status: Mapping[str, str], written: ToolResult) -> None:
+    def _check_ids(self, tool: ToolResult, status: Mapping[str, str]) -> None:
         ids = " ".join([str(SANDBOX_ID)] * 4)  # real, effective, saved, filesystem
         maps: dict[str, list[str]] = {
             "uid_map": list(tool.data["uid_map"]),
@@ -201,6 +177,7 @@ class ProcessChecks:
         )
         host = self.run.tool
         inside = IDENTITY_FILE
+        written = self.layer.run_tool("reader", "write-file", inside, "identity check\n")
         on_host = os.lstat(self.run.paths.workspace("reader").output / CHECK_FILE)
         owner = (on_host.st_uid, on_host.st_gid)
         seen = written.data.get("owner")
@@ -287,9 +264,17 @@ class ProcessChecks:
             else "; ".join(f"{path}: {' and '.join(what)}" for path, what in forbidden.items()),
         )
 
-    def _check_environment(self, names: list[str], control: ToolResult) -> None:
+    def _check_environment(self, names: list[str]) -> None:
         expected = expected_environment(BubblewrapPolicy())
         self.checks.expect_equal(c.ENVIRONMENT(bwrap_only=BWRAP_ONLY), names, expected)
+        control = self.layer.run_confined(
+            "reader",
+            "env-names",
+            [],
+            omit={"--clearenv"},
+            bwrap_env={**BWRAP_ENVIRONMENT, BWRAP_ONLY: "1"},
+            purpose="environment control",
+        )
         self.checks.require(
             c.ENVIRONMENT_CONTROL(bwrap_only=BWRAP_ONLY),
             BWRAP_ONLY in control.data.get("names", []),

@@ -2,17 +2,12 @@
 its parent's death does to it, its scratch space and its read-only root.
 
 Each reading is set beside a control that starts the same reader with the one switch left
-out, so the line shows that switch is what makes the difference. Every reader these checks
-start is a sandbox of its own (its own /tmp and root), so they are started together, with the
-rest of the section's (ProcessChecks), and their outcomes read in the lines' order.
+out, so the line shows that switch is what makes the difference.
 """
 
 from __future__ import annotations
 
 import signal
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future
-from functools import partial
 from typing import Final
 
 from app.core.results import Errno, ToolResult, as_mapping
@@ -39,42 +34,20 @@ class SandboxChecks:
         self.run = run
         self.layer = layer
         self.checks = run.checks
-        self.got: Mapping[str, Future[ToolResult]] = {}
 
-    def calls(self) -> dict[str, Callable[[], ToolResult]]:
-        """The tool processes the checks read, by name; none depends on another."""
-        fill = ["/tmp", str(SCRATCH_FILL), str(MAX_OUTPUT_FILE_BYTES)]
-        probe = [f"create:{ROOT_PROBE}"]
-        return {
-            "session control": self._control("proc-status", [], "--new-session"),
-            "parent death control": self._control("proc-status", [], "--die-with-parent"),
-            "scratch control": self._control("fill-scratch", fill, "--size"),
-            "scratch": partial(self.layer.run_tool, "reader", "fill-scratch", *fill),
-            "root control": self._control("access", probe, "--remount-ro /"),
-            "root": partial(self.layer.run_tool, "reader", "access", *probe),
-        }
-
-    def check(self, tool: ToolResult, got: Mapping[str, Future[ToolResult]]) -> None:
-        """The lines, from the reader's first reading and the outcomes of ``calls``."""
-        self.got = got
+    def check(self, tool: ToolResult) -> None:
+        """The lines, from the reader's first reading ``tool`` and each control's."""
         self._working_directory(tool)
         self._session(tool)
         self._parent_death(tool)
         self._scratch(tool)
         self._read_only_root()
 
-    def _control(self, action: str, args: list[str], without: str) -> Callable[[], ToolResult]:
-        return partial(
-            self.layer.run_confined,
-            "reader",
-            action,
-            args,
-            omit={without},
-            purpose=f"control without {without}",
+    def _control(self, action: str, args: list[str], without: str) -> ToolResult:
+        """The same reader started with one switch left out."""
+        return self.layer.run_confined(
+            "reader", action, args, omit={without}, purpose=f"control without {without}"
         )
-
-    def _outcome(self, name: str) -> ToolResult:
-        return self.got[name].result()
 
     def _working_directory(self, tool: ToolResult) -> None:
         self.checks.expect_equal(
@@ -89,7 +62,7 @@ class SandboxChecks:
             detail=f"getsid(0) is {sid}"
             + ("" if sid != 0 else ": the session's leader is outside its pid namespace"),
         )
-        control = self._outcome("session control")
+        control = self._control("proc-status", [], "--new-session")
         self.checks.require(
             c.SESSION_CONTROL,
             control.data.get("sid") == 0,
@@ -99,7 +72,7 @@ class SandboxChecks:
     def _parent_death(self, tool: ToolResult) -> None:
         kill = int(signal.SIGKILL)
         self.checks.expect_equal(c.PARENT_DEATH(signal=kill), tool.data["pdeathsig"], kill)
-        control = self._outcome("parent death control")
+        control = self._control("proc-status", [], "--die-with-parent")
         self.checks.expect_equal(c.PARENT_DEATH_CONTROL, control.data.get("pdeathsig"), 0)
 
     def _scratch(self, tool: ToolResult) -> None:
@@ -114,13 +87,14 @@ class SandboxChecks:
             scratch.get("bytes") == SCRATCH_BYTES,
             detail=f"statvfs: {scratch.get('bytes')} bytes",
         )
-        control = self._outcome("scratch control")
+        fill = ["/tmp", str(SCRATCH_FILL), str(MAX_OUTPUT_FILE_BYTES)]
+        control = self._control("fill-scratch", fill, "--size")
         self.checks.require(
             c.SCRATCH_CONTROL(fill=SCRATCH_FILL, limit=_mib(MAX_OUTPUT_FILE_BYTES)),
             control.ok and control.data.get("written") == SCRATCH_FILL,
             detail=f"the write {control.observed}, {control.data.get('written')} bytes",
         )
-        filled = self._outcome("scratch")
+        filled = self.layer.run_tool("reader", "fill-scratch", *fill)
         self.checks.require(
             c.SCRATCH_FULL(size=_mib(SCRATCH_BYTES)),
             filled.refused_with(Errno.ENOSPC),
@@ -128,13 +102,14 @@ class SandboxChecks:
         )
 
     def _read_only_root(self) -> None:
-        control = self._outcome("root control")
+        probe = [f"create:{ROOT_PROBE}"]
+        control = self._control("access", probe, "--remount-ro /")
         self.checks.require(
             c.ROOT_CONTROL(probe=ROOT_PROBE),
             control.data.get("answers") == ["ok"],
             detail=f"the create {control.data.get('answers')}",
         )
-        refused = self._outcome("root")
+        refused = self.layer.run_tool("reader", "access", *probe)
         self.checks.expect_equal(
             c.ROOT_READ_ONLY(probe=ROOT_PROBE), refused.data.get("answers"), [Errno.EROFS.value]
         )

@@ -9,13 +9,12 @@ never a probe's full result (an unconfined open reports a file's identity).
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from app.core.draft import ExpectedDraft
-from app.core.results import Errno, ToolResult, ToolRunError
+from app.core.results import Errno, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.tools import catalogue as common_catalogue
@@ -29,7 +28,6 @@ from app.tools.nono.endpoint_checks import EndpointChecks
 from app.tools.nono.policy import differences, fill, intended_variables
 from app.tools.nono.process_checks import NonoProcessChecks
 from app.tools.nono.runner import NonoRunner
-from app.tools.together import run_named, run_together
 
 
 class NonoChecks(LayerChecks):
@@ -117,14 +115,14 @@ class NonoChecks(LayerChecks):
         checks, layer = self.checks, self.layer
         checks.begin(c.ENVIRONMENT_SECTION)
         names: dict[Role, list[str]] = {}
-        # Each role's first start, all at once (each starts its own proxy, if it has one).
-        started = run_together([partial(layer.run_tool, role, "env-names") for role in ROLES])
-        for role, outcome in zip(ROLES, started, strict=True):
-            names[role] = list(
-                checks.holds(c.STARTS(role=role), outcome.result, refusals=(ToolRunError,)).data[
-                    "names"
-                ]
+        # Each role's first start (which starts its own proxy, if it has one).
+        for role in ROLES:
+            started = checks.holds(
+                c.STARTS(role=role),
+                partial(layer.run_tool, role, "env-names"),
+                refusals=(ToolRunError,),
             )
+            names[role] = list(started.data["names"])
             kept = intended_variables(role)
             added = layer.proxies.variable_names(role)
             expected = sorted(set(kept) | set(added))
@@ -149,7 +147,10 @@ class NonoChecks(LayerChecks):
 
     def _files(self) -> None:
         self.checks.begin(c.FILES)
-        self.common.read_only_file_checks()
+        self.common.reads_staged_case()
+        self.common.reads_staged_proposals()
+        self.common.input_write_refused()
+        self.common.hidden_files_refused()
         self.common.writer_file_read_back()
         self.common.roles_keep_to_their_directories()
 
@@ -159,29 +160,17 @@ class NonoChecks(LayerChecks):
         checks, layer = self.checks, self.layer
         checks.begin(c.CREDENTIALS)
         online: tuple[Role, ...] = c.ONLINE_ROLES
-        real = self.run.supplier.key_file.read_bytes().strip()
-        # The roles' digests and the controller's (PBKDF2 lets other threads run) at once.
-        calls: dict[str, Callable[[], Any]] = {
-            "real": partial(layer.credential_digest, real),
-            **{role: partial(layer.run_tool, role, "credential-digest") for role in online},
-            **{
-                f"{role} issued": partial(layer.credential_digest, layer.proxies.placeholder(role))
-                for role in online
-            },
-        }
-        del real
-        got = run_named(calls)
-        real_digest = str(got["real"].result())
+        real_digest = layer.credential_digest(self.run.supplier.key_file.read_bytes().strip())
         seen: dict[Role, str] = {}
         for role in online:
-            measured = got[role].result().data
+            measured = layer.run_tool(role, "credential-digest").data
             checks.require(
                 c.HOLDS_CREDENTIAL(role=role),
                 measured.get("present") is True and measured.get("non_empty") is True,
                 detail=f"present {measured.get('present')}, non-empty {measured.get('non_empty')}",
             )
             digest = str(measured["digest"])
-            issued = str(got[f"{role} issued"].result())
+            issued = layer.credential_digest(layer.proxies.placeholder(role))
             checks.require(
                 c.PLACEHOLDER(role=role),
                 digest == issued and digest != real_digest,
@@ -202,36 +191,21 @@ class NonoChecks(LayerChecks):
             else "their digests differ",
         )
         seen.clear()
-        calls.clear()
-        got.clear()
         del real_digest
 
     # --- network ------------------------------------------------------------------------------
 
-    def _connect_calls(
-        self, name: str, role: Role, host: str, port: int
-    ) -> dict[str, Callable[[], ToolResult]]:
-        """The control's connect and the role's, named ``name`` and ``name`` + " control"."""
-        return {
-            f"{name} control": partial(self.layer.run_unconfined, "tcp-connect", host, str(port)),
-            name: partial(self.layer.run_tool, role, "tcp-connect", host, str(port)),
-        }
-
-    def _connect_with_control(
-        self,
-        target: str,
-        host: str,
-        port: int,
-        what: str,
-        control: ToolResult,
-        confined: ToolResult,
-    ) -> None:
+    def _connect_with_control(self, target: str, host: str, port: int, what: str) -> None:
+        """An unconfined connect to ``host:port`` at the tool's uid, then the reader's, which
+        Landlock refuses; neither sends a byte."""
         checks, uid = self.checks, self.run.tool.uid
+        control = self.layer.run_unconfined("tcp-connect", host, str(port))
         checks.require(
             c.CONNECT_CONTROL(target=target, uid=uid, what=what),
             control.ok,
             detail=f"{host}:{port}: the connect {control.observed}",
         )
+        confined = self.layer.run_tool("reader", "tcp-connect", host, str(port))
         checks.require(
             c.CONNECT_REFUSED(target=target, what=what),
             confined.refused_with(Errno.EACCES),
@@ -242,33 +216,12 @@ class NonoChecks(LayerChecks):
         checks, layer, run = self.checks, self.layer, self.run
         checks.begin(c.NETWORK)
         host, port = run.aws_endpoint
-        supplier = (run.supplier.address, run.supplier.port)
-        # Every call at once: each connects (or is refused) on its own, and sends nothing.
-        calls: dict[str, Callable[[], ToolResult]] = {
-            **self._connect_calls("aws", "reader", host, port),
-            "online": partial(layer.run_tool, "reader", "socket-inet"),
-            "offline": partial(layer.run_tool, "evaluator", "socket-inet"),
-            **self._connect_calls("supplier", "reader", *supplier),
-        }
-        got = run_named(calls)
-        self._connect_with_control(
-            "aws",
-            host,
-            port,
-            "the controller's AWS endpoint",
-            got["aws control"].result(),
-            got["aws"].result(),
-        )
-        online = got["online"].result()
+        self._connect_with_control("aws", host, port, "the controller's AWS endpoint")
+        online = layer.run_tool("reader", "socket-inet")
         checks.require(c.SOCKET_CONTROL, online.ok, detail=f"socket() {online.observed}")
-        offline = got["offline"].result()
+        offline = layer.run_tool("evaluator", "socket-inet")
         checks.require(
             c.NO_SOCKET, offline.refused_with(Errno.EPERM), detail=f"observed {offline.observed}"
         )
-        self._connect_with_control(
-            "supplier",
-            *supplier,
-            "the supplier API",
-            got["supplier control"].result(),
-            got["supplier"].result(),
-        )
+        supplier = (run.supplier.address, run.supplier.port)
+        self._connect_with_control("supplier", *supplier, "the supplier API")

@@ -5,18 +5,13 @@ controller with the real key, and nono's own rules behind the front refuse them 
 tunnel and absolute-URI request refused (tunnel_checks.py); the writer's one draft, verified
 by the controller, passed once; then the proxies' records, whole (proxy_audit.py).
 
-The roles' requests are sent at once (together.py): each one's records are found by the
-request id it carried. The lines then follow in their usual order, each call record kept as
-its lines print.
+Each request is sent where its lines print, and its call record kept then: its records are
+the ones at its role's front that carry its request id.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future
-from functools import partial
 from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
 from app.core.draft import ExpectedDraft
@@ -29,10 +24,9 @@ from app.tools.nono.front import Refusal
 from app.tools.nono.policy import draft_rule
 from app.tools.nono.proxy import forwarded, nono_events
 from app.tools.nono.proxy_audit import check_proxy_audit
-from app.tools.nono.proxy_calls import Behind, ProxyCalls, Sent, summary
+from app.tools.nono.proxy_calls import ProxyCalls, Sent, summary
 from app.tools.nono.runner import NonoRunner
 from app.tools.nono.tunnel_checks import ONLINE, TunnelChecks
-from app.tools.together import run_together
 
 
 # The writer's refused operations, each accepted upstream from the controller: its request
@@ -60,117 +54,75 @@ class EndpointChecks:
         self._headless: dict[Role, int] = {}
 
     def check(self) -> None:
-        checks, run, layer, calls = self.checks, self.run, self.layer, self.calls
+        checks, run = self.checks, self.run
         checks.begin(c.SUPPLIER_PROXY, loopback=TunnelChecks.canary_here(run))
         read = f"/cases/{self.case_id}/suppliers"
         draft_method, draft = draft_rule(self.case_id)
         refused = _refused_operations(self.case_id, run.case.suppliers[0].id)
-        # The controller's controls, first: direct requests with the real key.
-        alias_control = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
-        controls = [
-            run.supplier_client.request(method, path, body=b"{}" if method != "GET" else None)
-            for _, method, path, _ in refused
-        ]
-
-        def request(role: Role, method: str, path: str) -> Callable[[], Sent]:
-            return partial(calls.role_request, role, method, path, layer.next_request_id(role))
-
-        def controller(
-            role: Role, method: str, path: str, key_of: Role, body: bytes | None = None
-        ) -> Callable[[], Sent]:
-            """The controller's request through ``role``'s proxy with ``key_of``'s placeholder:
-            what that proxy answers any sender, the role's own included."""
-            rid = layer.next_request_id(key_of)
-            return lambda: calls.with_key(
-                role, method, path, layer.proxies.placeholder(key_of), rid, body
-            )
-
-        with TunnelChecks(calls) as others:
-            steps: list[Callable[[], Any]] = [
-                request("reader", "GET", read),
-                request("reader", draft_method, draft),
-                request("writer", "GET", read),
-                *(request("writer", method, path) for _, method, path, _ in refused),
-                controller("writer", draft_method, draft, "writer", b"an early draft\n"),
-                controller("writer", "GET", read, "reader"),
-                *(
-                    partial(calls.behind, "writer", method, path, layer.next_request_id("writer"))
-                    for _, method, path, _ in refused
-                ),
-                *others.steps(),
-            ]
-            outcomes = iter(run_together(steps))
-        self._headless = {role: others.limit(role) for role in ONLINE}
-
-        # The lines, in their usual order.
-        self._role_lines("reader.read", "reader", "GET", read, next(outcomes), 200)
+        self._role_lines("reader.read", "reader", "GET", read, 200)
+        # The controller's own control: the same server by its second name, with the real key.
         alias = urlsplit(run.supplier.alias_url)
+        alias_control = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
         checks.expect_equal(
             c.ALIAS_CONTROL(alias=alias.hostname, path=read), alias_control.status, 200
         )
-        reader_draft = next(outcomes)
-        self._role_lines("writer.read", "writer", "GET", read, next(outcomes), 200)
-        refused_outcomes = [next(outcomes) for _ in refused]
-        early = next(outcomes)
-        self._placeholder_lines(read, next(outcomes))
-        self._role_lines("reader.draft", "reader", draft_method, draft, reader_draft, None)
-        for (name, method, path, accepted), control, outcome in zip(
-            refused, controls, refused_outcomes, strict=True
-        ):
-            checks.expect_equal(
-                c.ACCEPTED_UPSTREAM(request=name, method=method, path=path, status=accepted),
-                control.status,
-                accepted,
-            )
-            self._role_lines(name, "writer", method, path, outcome, None)
-        self._behind_lines(refused, [next(outcomes).result() for _ in refused])
-        sent = calls.keep(early.result())
-        calls.expect_status(c.EARLY_DRAFT(path=draft), sent, 403)
-        calls.expect_refused(
-            c.FRONT(
-                request="writer.early-draft",
-                role="writer",
-                what=f"that {draft_method}",
-                why="no verified draft yet",
-            ),
-            sent,
-            Refusal.NOT_VERIFIED,
-        )
-        others.lines([next(outcomes) for _ in ONLINE])
-        # Alone at each role's front, once every tool process above has ended.
+        self._role_lines("writer.read", "writer", "GET", read, 200)
+        self._placeholder_lines(read)
+        self._role_lines("reader.draft", "reader", draft_method, draft, None)
+        for name, method, path, accepted in refused:
+            self._accepted_upstream(name, method, path, accepted)
+            self._role_lines(name, "writer", method, path, None)
+        self._behind_lines(refused)
+        self._early_draft_lines(draft_method, draft)
+        with TunnelChecks(self.calls) as others:
+            others.check()
+        # Each role's front filled by the controller, once the role's requests have ended.
         for role in ONLINE:
             others.limit_lines(role)
+        self._headless = {role: others.limit(role) for role in ONLINE}
 
     # --- the lines ----------------------------------------------------------------------------
 
     def _role_lines(
-        self,
-        request: str,
-        role: Role,
-        method: str,
-        path: str,
-        outcome: Future[Sent],
-        allowed: int | None,
+        self, request: str, role: Role, method: str, path: str, allowed: int | None
     ) -> None:
-        """The status and record lines of one role request: ``allowed`` is the supplier's status
-        for an allowed request, None for one the front must refuse with 403."""
-        sent = self.calls.keep(outcome.result())
+        """One request by the role through its proxy, and its status and record lines:
+        ``allowed`` is the supplier's status for an allowed request, None for one the front
+        must refuse with 403."""
+        calls = self.calls
+        sent = calls.keep(calls.role_request(role, method, path, self.layer.next_request_id(role)))
         said = dict(request=request, role=role, method=method, path=path)
         status = 403 if allowed is None else allowed
-        self.calls.expect_status(c.STATUS(**said, status=status), sent, status)
+        calls.expect_status(c.STATUS(**said, status=status), sent, status)
         if allowed is None:
-            self.calls.expect_refused(
+            calls.expect_refused(
                 c.FRONT(**said, what=f"its {method} {path}", why="not one of its listed pairs"),
                 sent,
                 Refusal.NOT_LISTED,
             )
         else:
             verdict = f"allow, forwarded, supplier status {allowed}"
-            self.calls.expect_passed(c.AUDIT(**said, verdict=verdict), sent, allowed)
+            calls.expect_passed(c.AUDIT(**said, verdict=verdict), sent, allowed)
 
-    def _placeholder_lines(self, read: str, outcome: Future[Sent]) -> None:
-        """The writer's proxy takes its own placeholder and refuses the reader's."""
-        sent = self.calls.keep(outcome.result())
+    def _accepted_upstream(self, request: str, method: str, path: str, accepted: int) -> None:
+        """The supplier takes it from the controller with the real key; the writer's front
+        won't."""
+        body = b"{}" if method != "GET" else None
+        control = self.run.supplier_client.request(method, path, body=body)
+        self.checks.expect_equal(
+            c.ACCEPTED_UPSTREAM(request=request, method=method, path=path, status=accepted),
+            control.status,
+            accepted,
+        )
+
+    def _placeholder_lines(self, read: str) -> None:
+        """The writer's proxy takes its own placeholder and refuses the reader's: the
+        controller's GET through it with the reader's."""
+        layer = self.layer
+        rid = layer.next_request_id("reader")
+        sent = self.calls.keep(
+            self.calls.with_key("writer", "GET", read, layer.proxies.placeholder("reader"), rid)
+        )
         events = [e for r in sent.records for e in nono_events(r)]
         rejected = [
             e
@@ -183,10 +135,12 @@ class EndpointChecks:
             detail=f"status {sent.status}, records {summary(sent.records)}",
         )
 
-    def _behind_lines(
-        self, refused: list[tuple[str, str, str, int]], answers: list[Behind]
-    ) -> None:
+    def _behind_lines(self, refused: list[tuple[str, str, str, int]]) -> None:
         """Past the front, nono's own endpoint rules refuse the same requests."""
+        answers = [
+            self.calls.behind("writer", method, path, self.layer.next_request_id("writer"))
+            for _, method, path, _ in refused
+        ]
         held = all(
             answer.status == 403
             and len(answer.events) == 1
@@ -202,6 +156,33 @@ class EndpointChecks:
             c.BEHIND(said=said),
             held,
             detail=str([[(e.decision, e.denial_category) for e in a.events] for a in answers]),
+        )
+
+    def _early_draft_lines(self, method: str, path: str) -> None:
+        """The controller's draft through the writer's proxy, with the writer's placeholder,
+        before any draft is verified: refused at the front."""
+        layer = self.layer
+        rid = layer.next_request_id("writer")
+        sent = self.calls.keep(
+            self.calls.with_key(
+                "writer",
+                method,
+                path,
+                layer.proxies.placeholder("writer"),
+                rid,
+                b"an early draft\n",
+            )
+        )
+        self.calls.expect_status(c.EARLY_DRAFT(path=path), sent, 403)
+        self.calls.expect_refused(
+            c.FRONT(
+                request="writer.early-draft",
+                role="writer",
+                what=f"that {method}",
+                why="no verified draft yet",
+            ),
+            sent,
+            Refusal.NOT_VERIFIED,
         )
 
     # --- the draft ------------------------------------------------------------------------------

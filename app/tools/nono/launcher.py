@@ -15,7 +15,6 @@ import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
 from contextlib import nullcontext, suppress
-from functools import partial
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -50,7 +49,6 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
-from app.tools.together import run_together
 from app.tools.worker.credentials import DIGEST_ITERATIONS
 from app.tools.worker.prologue import FILTER_OPTION
 
@@ -99,8 +97,6 @@ class NonoLayer(ConfinementLayer):
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
         self._request_ids = 0
         self._written = False
-        # Tool processes may run at once (app/tools/together.py): the profiles are written once.
-        self._writing = threading.Lock()
         # Each secret's digest, computed once: the credential checks and the secret scan ask for
         # the same ones, and each costs a PBKDF2. Keyed by the secret's SHA-256, so the map
         # holds no secret itself; a digest still being computed is waited for.
@@ -122,15 +118,14 @@ class NonoLayer(ConfinementLayer):
     def _write_profiles(self) -> None:
         """Writes each role's live profile where no role can write (see run_tree's layout),
         and the baseline filter the profiles name, where every role may read it."""
-        with self._writing:
-            if self._written:
-                return
-            self._stage_filter()
-            for role in ROLES:
-                path = self.profile_path(role)
-                path.write_text(to_json(self._profile(role)), "utf-8")
-                os.chmod(path, 0o644)
-            self._written = True
+        if self._written:
+            return
+        self._stage_filter()
+        for role in ROLES:
+            path = self.profile_path(role)
+            path.write_text(to_json(self._profile(role)), "utf-8")
+            os.chmod(path, 0o644)
+        self._written = True
 
     def _profile(self, role: Role) -> dict[str, Any]:
         """The committed profile (with this layer's widening and omissions) and run values."""
@@ -399,21 +394,13 @@ class NonoLayer(ConfinementLayer):
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
         """Each placeholder this run issued, and the digests the credential checks computed."""
-        placeholders = {role: self.proxies.placeholder(role) for role in self.proxies.roles}
-        # PBKDF2 lets other threads run: the digests are computed at once.
-        digests = [
-            outcome.result().encode("ascii")
-            for outcome in run_together(
-                [
-                    partial(self.credential_digest, secret)
-                    for secret in (supplier_key, *placeholders.values())
-                ]
-            )
-        ]
-        values = {"the real key's digest": digests[0]}
-        for (role, placeholder), digest in zip(placeholders.items(), digests[1:], strict=True):
+        values = {"the real key's digest": self.credential_digest(supplier_key).encode("ascii")}
+        for role in self.proxies.roles:
+            placeholder = self.proxies.placeholder(role)
             values[f"the {role}'s placeholder"] = placeholder
-            values[f"the {role}'s placeholder digest"] = digest
+            values[f"the {role}'s placeholder digest"] = self.credential_digest(placeholder).encode(
+                "ascii"
+            )
         return values
 
     # --- ConfinementLayer ---------------------------------------------------------------------

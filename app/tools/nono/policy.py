@@ -38,7 +38,7 @@ CREDENTIAL_HEADER = "X-Api-Key"
 PURCHASE_ORDER = ("POST", "/purchase-orders")
 
 # A role's front (proxy.py) serves this many of its connections at once and answers 503 past
-# it: the worker opens one at a time, the supplier-proxy checks four at once.
+# it: the worker opens one at a time; the bound is what a role may hold of the proxy host.
 PROXY_MAX_CONNECTIONS = 8
 
 # "seccomp" adds nono's static filter under Landlock: with network blocked, socket(AF_INET)

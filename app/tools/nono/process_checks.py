@@ -5,12 +5,11 @@ the control that runs the same role without the baseline (nono's own rules alone
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, Final
 
-from app.core.results import Errno, ToolResult, ToolRunError, as_mapping, listing
+from app.core.results import Errno, ToolRunError, as_mapping, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
@@ -19,7 +18,6 @@ from app.tools.nono import catalogue as c
 from app.tools.nono.channel import NONO_WORKER_COMMAND
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
-from app.tools.together import run_named
 from app.tools.worker.prologue import FILTER_OPTION
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapAmb")
@@ -36,62 +34,12 @@ class NonoProcessChecks:
         self.layer = layer
         self.checks = run.checks
         self.readings: dict[str, Any] = {}
-        self.got: Mapping[str, Future[ToolResult]] = {}
 
     def check(self) -> None:
         self.checks.begin(c.PROCESS)
         self._held()
-        # The rest at once: none holds a file or writes one, and the lines are decided from
-        # the outcomes in their order.
-        self.got = run_named(self._calls())
         self._nested_userns()
         self._filter_samples()
-
-    def _calls(self) -> dict[str, Callable[[], ToolResult]]:
-        layer, samples = self.layer, kernel_call_args(tuple(FILTER_SAMPLES))
-        io_uring = kernel_call_args(["io_uring_setup"])
-        return {
-            "userns control": partial(
-                layer.run_confined,
-                "reader",
-                "unshare-user",
-                [],
-                baseline=False,
-                purpose="nested userns control",
-            ),
-            "userns": partial(layer.run_tool, "reader", "unshare-user"),
-            "nono alone": partial(
-                layer.run_confined,
-                "reader",
-                "kernel-calls",
-                samples,
-                baseline=False,
-                purpose="baseline control",
-            ),
-            # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that
-            # mode for the reader; the offline evaluator's blocked network it can.
-            "landlock alone": partial(
-                layer.run_confined,
-                "evaluator",
-                "kernel-calls",
-                io_uring,
-                baseline=False,
-                enforcement_mode="landlock",
-                purpose="io_uring control under Landlock alone",
-            ),
-            "baseline alone": partial(
-                layer.run_confined,
-                "evaluator",
-                "kernel-calls",
-                io_uring,
-                enforcement_mode="landlock",
-                purpose="the baseline under Landlock alone",
-            ),
-            "refused": partial(layer.run_tool, "reader", "kernel-calls", *samples),
-        }
-
-    def _outcome(self, name: str) -> ToolResult:
-        return self.got[name].result()
 
     def _held(self) -> None:
         checks, tool = self.checks, self.run.tool
@@ -146,7 +94,9 @@ class NonoProcessChecks:
         )
 
     def _nested_userns(self) -> None:
-        control = self._outcome("userns control")
+        control = self.layer.run_confined(
+            "reader", "unshare-user", [], baseline=False, purpose="nested userns control"
+        )
         host_control(
             self.checks,
             c.USERNS_CONTROL,
@@ -154,7 +104,7 @@ class NonoProcessChecks:
             "succeeded",
             said=f"the unshare {control.observed}",
         )
-        refused = self._outcome("userns")
+        refused = self.layer.run_tool("reader", "unshare-user")
         self.checks.require(
             c.USERNS_REFUSED,
             refused.refused_with(Errno.EPERM),
@@ -162,13 +112,26 @@ class NonoProcessChecks:
         )
 
     def _filter_samples(self) -> None:
-        checks = self.checks
+        checks, layer = self.checks, self.layer
         names = tuple(FILTER_SAMPLES)
-        nono_alone = self._outcome("nono alone").named_answers
+        samples = kernel_call_args(names)
+        nono_alone = layer.run_confined(
+            "reader", "kernel-calls", samples, baseline=False, purpose="baseline control"
+        ).named_answers
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
         host_control(checks, c.BASELINE_CONTROL, nono_alone, expected, said=listing(nono_alone))
-        landlock_alone = self._outcome("landlock alone").named_answers
+        # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that mode
+        # for the reader; the offline evaluator's blocked network it can.
+        io_uring = kernel_call_args(["io_uring_setup"])
+        landlock_alone = layer.run_confined(
+            "evaluator",
+            "kernel-calls",
+            io_uring,
+            baseline=False,
+            enforcement_mode="landlock",
+            purpose="io_uring control under Landlock alone",
+        ).named_answers
         host_control(
             checks,
             c.LANDLOCK_ALONE_CONTROL,
@@ -176,9 +139,15 @@ class NonoProcessChecks:
             {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
             said=listing(landlock_alone),
         )
-        baseline_alone = self._outcome("baseline alone").named_answers
+        baseline_alone = layer.run_confined(
+            "evaluator",
+            "kernel-calls",
+            io_uring,
+            enforcement_mode="landlock",
+            purpose="the baseline under Landlock alone",
+        ).named_answers
         checks.expect_equal(c.LANDLOCK_ALONE, baseline_alone, {"io_uring_setup": Errno.EPERM.value})
-        refused = self._outcome("refused").named_answers
+        refused = layer.run_tool("reader", "kernel-calls", *samples).named_answers
         checks.expect_equal(c.BASELINE_REFUSES, refused, dict.fromkeys(names, Errno.EPERM.value))
 
 

@@ -299,18 +299,14 @@ class RoleProxies:
         self._records: dict[Role, list[FrontRecord]] = {role: [] for role in ROLES}
         self._dropped: dict[Role, int] = dict.fromkeys(ROLES, 0)
         self._sealed_usage: dict[str, int] | None = None
-        # Tool processes may run at once (app/tools/together.py): a role's proxy is started
-        # once, and its records are taken one drain at a time.
-        self._lock = threading.RLock()
 
     def launch(self) -> None:
         """Starts the proxy host process, which then loads while the run goes on.
 
         From the controller's main thread (the layer's preflight): the proxy host dies when
         the thread that started it ends (PR_SET_PDEATHSIG), and this one ends with the run."""
-        with self._lock:
-            if self._host is None:
-                self._host = _ProxyHost(self._log_file)
+        if self._host is None:
+            self._host = _ProxyHost(self._log_file)
 
     def _running(self) -> _ProxyHost:
         if self._host is None:
@@ -324,45 +320,43 @@ class RoleProxies:
         waits); a role whose proxy was asked for already is left out."""
         proxies: list[dict[str, Any]] = []
         roles: list[Role] = []
-        with self._lock:
-            for role, (route, front) in asked.items():
-                if role in self._tickets:
-                    continue
-                roles.append(role)
-                proxies.append(
-                    {
-                        "role": role,
-                        "route": route.as_json(),
-                        "front": {
-                            "max_connections": front.max_connections,
-                            "once": [list(pair) for pair in front.once],
-                        },
-                    }
-                )
-            if not proxies:
-                return
-            command = {"op": "start", "run_id": self._run_id, "proxies": proxies}
-            ticket = self._running().send(command)
-            for role in roles:
-                self._tickets[role] = ticket
+        for role, (route, front) in asked.items():
+            if role in self._tickets:
+                continue
+            roles.append(role)
+            proxies.append(
+                {
+                    "role": role,
+                    "route": route.as_json(),
+                    "front": {
+                        "max_connections": front.max_connections,
+                        "once": [list(pair) for pair in front.once],
+                    },
+                }
+            )
+        if not proxies:
+            return
+        command = {"op": "start", "run_id": self._run_id, "proxies": proxies}
+        ticket = self._running().send(command)
+        for role in roles:
+            self._tickets[role] = ticket
 
     def port(self, role: Role) -> int:
         """The port of the role's front: the one its Landlock rules let it connect to."""
-        with self._lock:
-            started = self._started.get(role)
-            if started is None:
-                ticket = self._tickets[role]
-                if ticket not in self._replies:
-                    self._replies[ticket] = self._running().reply(ticket)["started"]
-                reply = self._replies[ticket][role]
-                if "error" in reply:
-                    raise ToolRunError(
-                        f"the {role} proxy did not start ({reply['error']}); check that the "
-                        f"supplier key file {self._key_file} exists and the controller can read it"
-                    )
-                started = StartedProxy(int(reply["front_port"]), dict(reply["variables"]))
-                self._started[role] = started
-            return started.front_port
+        started = self._started.get(role)
+        if started is None:
+            ticket = self._tickets[role]
+            if ticket not in self._replies:
+                self._replies[ticket] = self._running().reply(ticket)["started"]
+            reply = self._replies[ticket][role]
+            if "error" in reply:
+                raise ToolRunError(
+                    f"the {role} proxy did not start ({reply['error']}); check that the "
+                    f"supplier key file {self._key_file} exists and the controller can read it"
+                )
+            started = StartedProxy(int(reply["front_port"]), dict(reply["variables"]))
+            self._started[role] = started
+        return started.front_port
 
     @property
     def roles(self) -> list[Role]:
@@ -392,15 +386,14 @@ class RoleProxies:
     # --- records ------------------------------------------------------------------------------
 
     def drain(self, role: Role) -> None:
-        with self._lock:
-            if role not in self._started:
+        if role not in self._started:
+            return
+        while True:
+            reply = self._running().call({"op": "drain", "role": role})
+            self._records[role].extend(FrontRecord.from_json(r) for r in reply["records"])
+            self._dropped[role] = int(reply["dropped"])
+            if not reply["more"]:
                 return
-            while True:
-                reply = self._running().call({"op": "drain", "role": role})
-                self._records[role].extend(FrontRecord.from_json(r) for r in reply["records"])
-                self._dropped[role] = int(reply["dropped"])
-                if not reply["more"]:
-                    return
 
     def mark(self, role: Role) -> int:
         self.drain(role)
@@ -408,8 +401,7 @@ class RoleProxies:
 
     def records(self, role: Role, mark: int = 0) -> list[FrontRecord]:
         """The role's records after ``mark``, as of the last drain."""
-        with self._lock:
-            return list(self._records[role][mark:])
+        return list(self._records[role][mark:])
 
     def of(self, role: Role, request_id: str) -> list[FrontRecord]:
         """The role's records of the request with ``request_id``: its front records a request
@@ -497,7 +489,6 @@ class RoleProxies:
         return None if self._host is None else self._host.pid
 
     def close(self) -> None:
-        with self._lock:
-            host, self._host = self._host, None
+        host, self._host = self._host, None
         if host is not None:
             host.stop()

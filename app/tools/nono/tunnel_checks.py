@@ -16,9 +16,6 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import socket
-from collections.abc import Callable
-from concurrent.futures import Future
-from functools import partial
 from types import TracebackType
 from typing import Final
 from urllib.parse import urlsplit
@@ -45,8 +42,6 @@ class TunnelChecks:
         self.host = calls.supplier_host
         self._canary = Canary(self.run.supplier.address) if self.canary_here(self.run) else None
         self.control: object = None
-        self._tunnels: list[tuple[str, str]] = []
-        self._others: list[tuple[str, str]] = []
 
     @staticmethod
     def canary_here(run: Run) -> bool:
@@ -97,19 +92,17 @@ class TunnelChecks:
         path = "/" if self.run.in_cluster else "/moto-api/data.json"
         return authority(host, endpoint.port), path
 
-    def steps(self) -> list[Callable[[], list[Sent]]]:
-        """Each online role's requests for other servers, one tool process each: for the
-        reader, tunnels to the supplier's second name and to the supplier itself first; then,
-        for each, the canary under the supplier's host name and other names for loopback, and
-        the AWS endpoint, as tunnels and as absolute URIs."""
+    def check(self) -> None:
+        """Within the ``with`` block: each online role's requests for other servers, one tool
+        process each, and their lines. For the reader, tunnels to the supplier's second name
+        and to the supplier itself first; then the control; then, for each role, the canary
+        under the supplier's host name and other names for loopback, and the AWS endpoint, as
+        tunnels and as absolute URIs; last (locally) the canary's count."""
+        log = self.run.checks
         alias, supplier = urlsplit(self.run.supplier.alias_url), urlsplit(self.run.supplier.url)
-        self._tunnels = [
-            ("CONNECT", authority(alias.hostname or "", alias.port or 443)),
-            ("CONNECT", authority(self.host, supplier.port or 443)),
-        ]
         canary = authority(self.host, self.port)
         aws, aws_path = self._aws()
-        self._others = [
+        others = [
             ("CONNECT", canary),
             ("CONNECT", authority(self.run.supplier.address, self.port)),
             ("CONNECT", authority(f"{self.host}.", self.port)),
@@ -117,26 +110,11 @@ class TunnelChecks:
             ("CONNECT", aws),
             ("GET", f"http://{aws}{aws_path}"),
         ]
-        return [
-            partial(self._ask, role, [*(self._tunnels if role == "reader" else []), *self._others])
-            for role in ONLINE
+        tunnels = [
+            ("CONNECT", authority(alias.hostname or "", alias.port or 443)),
+            ("CONNECT", authority(self.host, supplier.port or 443)),
         ]
-
-    def _ask(self, role: Role, asked: list[tuple[str, str]]) -> list[Sent]:
-        layer = self.calls.layer
-        return self.calls.raw_requests(
-            role, [(layer.next_request_id(role), m, t) for m, t in asked]
-        )
-
-    def lines(self, outcomes: list[Future[list[Sent]]]) -> None:
-        """After the ``with`` block: the reader's tunnels to the supplier, the control, each
-        role's refusals of other servers and their records, and (locally) the canary's count."""
-        log = self.run.checks
-        asked = {
-            role: [self.calls.keep(s) for s in o.result()]
-            for role, o in zip(ONLINE, outcomes, strict=True)
-        }
-        to_alias, to_supplier, *asked["reader"] = asked["reader"]
+        to_alias, to_supplier, *reader_others = self._ask("reader", [*tunnels, *others])
         self._tunnel_lines("alias", to_alias, "the second name for the same server")
         self._tunnel_lines(
             "supplier",
@@ -144,32 +122,40 @@ class TunnelChecks:
             "the supplier itself, where a tunnel would carry requests past its method and path "
             "rules",
         )
-        where = authority(self.host, self.port)
         if self._canary is None:
-            log.expect_equal(c.SERVICE_CONTROL(where=where), self.control, "connected")
+            log.expect_equal(c.SERVICE_CONTROL(where=canary), self.control, "connected")
         else:
-            log.expect_equal(c.CANARY_CONTROL(where=where), self.control, 200)
-        for role, sent in asked.items():
-            said = ", ".join(f"{s.call.method} {s.call.path} {s.observed}" for s in sent)
-            log.require(
-                c.OTHER_SERVERS(role=role), all(s.observed == 403 for s in sent), detail=said
-            )
-            wrong = [
-                s
-                for s in sent
-                if not (
-                    s.refused_at_front(Refusal.TUNNEL) or s.refused_at_front(Refusal.ABSOLUTE_FORM)
-                )
-            ]
-            log.require(
-                c.OTHER_SERVERS_FRONT(role=role),
-                not wrong,
-                detail=str([summary(s.records) for s in wrong])
-                if wrong
-                else f"{len(sent)} records, each refused at the front",
-            )
+            log.expect_equal(c.CANARY_CONTROL(where=canary), self.control, 200)
+        self._other_servers_lines("reader", reader_others)
+        self._other_servers_lines("writer", self._ask("writer", others))
         if self._canary is not None:
             log.expect_equal(c.CANARY_UNTOUCHED, self._canary.connections, 1)
+
+    def _ask(self, role: Role, asked: list[tuple[str, str]]) -> list[Sent]:
+        """The role's request lines, sent as written by one tool process, their records kept."""
+        layer = self.calls.layer
+        sent = self.calls.raw_requests(
+            role, [(layer.next_request_id(role), m, t) for m, t in asked]
+        )
+        return [self.calls.keep(s) for s in sent]
+
+    def _other_servers_lines(self, role: Role, sent: list[Sent]) -> None:
+        """Every request of the role's for another server: 403, each refused at its front."""
+        log = self.run.checks
+        said = ", ".join(f"{s.call.method} {s.call.path} {s.observed}" for s in sent)
+        log.require(c.OTHER_SERVERS(role=role), all(s.observed == 403 for s in sent), detail=said)
+        wrong = [
+            s
+            for s in sent
+            if not (s.refused_at_front(Refusal.TUNNEL) or s.refused_at_front(Refusal.ABSOLUTE_FORM))
+        ]
+        log.require(
+            c.OTHER_SERVERS_FRONT(role=role),
+            not wrong,
+            detail=str([summary(s.records) for s in wrong])
+            if wrong
+            else f"{len(sent)} records, each refused at the front",
+        )
 
     def _tunnel_lines(self, name: str, sent: Sent, what: str) -> None:
         """The reader's CONNECT through its proxy: 403, and one record of the refusal."""
