@@ -284,6 +284,9 @@ def _nono_pod(job: JobInputs) -> dict[str, Any]:
 
 def _analyst_container(job: JobInputs) -> dict[str, Any]:
     variables = env.job_env(
+        # The same value as the container's image (an Output in the program), so the report
+        # names the image that ran.
+        image=job.image,
         namespace=job.namespace,
         bucket=job.bucket,
         region=job.region,

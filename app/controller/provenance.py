@@ -13,13 +13,11 @@ from dataclasses import asdict, dataclass
 from importlib import metadata
 from typing import Any, Final
 
+from app.core import cluster_env
 from app.core.repo import POLICIES_DIR, REPO_ROOT
 from app.core.roles import ROLES
 from app.tools.layer import ConfinementLayer
 
-# The analyst image's reference by digest, which the Job passes to its pod: the code revision of
-# a cluster run. A pod cannot read its own image digest otherwise.
-IMAGE_VARIABLE: Final = "ANALYST_IMAGE"
 GIT_TIMEOUT_SECONDS: Final = 5
 
 
@@ -32,10 +30,10 @@ class CodeRevision:
 
 def code_revision(in_cluster: bool) -> CodeRevision:
     if in_cluster:
-        image = os.environ.get(IMAGE_VARIABLE)
+        image = os.environ.get(cluster_env.IMAGE)
         if image:
             return CodeRevision("image", image, "the analyst image this pod runs")
-        return CodeRevision("unknown", None, f"the pod was not given {IMAGE_VARIABLE}")
+        return CodeRevision("unknown", None, f"the pod was not given {cluster_env.IMAGE}")
     commit = _git("rev-parse", "HEAD")
     if commit is None:
         return CodeRevision("unknown", None, f"{REPO_ROOT} is not a git checkout")

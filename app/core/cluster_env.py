@@ -19,6 +19,9 @@ SUPPLIER_API_URL: Final = "SUPPLIER_API_URL"
 SUPPLIER_API_ALIAS_URL: Final = "SUPPLIER_API_ALIAS_URL"
 SUPPLIER_KEY_FILE: Final = "SUPPLIER_KEY_FILE"
 SUPPLIER_CA_FILE: Final = "SUPPLIER_CA_FILE"
+# The analyst image's reference (by digest, as the pod's `image` names it): the code revision a
+# cluster run's report gives, since a pod cannot read its own image digest otherwise.
+IMAGE: Final = "ANALYST_IMAGE"
 # Set when the stack bounds the pod's egress (egressPolicy): the `host:port` destinations, space
 # separated, that no rule of the pod's network policy names, which the Job must fail to reach.
 EGRESS_DENIED: Final = "ANALYST_EGRESS_DENIED"
@@ -83,11 +86,12 @@ def supplier_url(service: str, namespace: str) -> str:
 
 
 def job_env(
-    *, namespace: str, bucket: str, region: str, model_id: str, role_name: str
+    *, image: str, namespace: str, bucket: str, region: str, model_id: str, role_name: str
 ) -> dict[str, str]:
     """Every variable the analyst container gets, by name."""
     return {
         MODE: CLUSTER_MODE,
+        IMAGE: image,
         BUCKET: bucket,
         REGION: region,
         MODEL_ID: model_id,

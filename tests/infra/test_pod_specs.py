@@ -9,6 +9,7 @@ import pytest
 from app.core import cluster_env
 from app.core.roles import Layer
 from infra.pod_specs import analyst_pod_spec
+from infra.targets import RuntimeTarget
 from tests.support.job_inputs import job_inputs
 from tests.support.stack_run import StackRun
 
@@ -83,7 +84,11 @@ def test_the_controller_runs_the_case_with_the_cluster_settings(
         "--workdir",
         "/var/lib/analyst/runs",
     ], job["urn"]
-    assert {e["name"]: e["value"] for e in container["env"]} == CONTROLLER_ENV, job["urn"]
+    variables = {e["name"]: e["value"] for e in container["env"]}
+    # The report's code revision: the reference the container runs, by digest.
+    assert variables.pop(cluster_env.IMAGE) == container["image"], job["urn"]
+    assert container["image"] == default_stack.outputs["analystImage"], job["urn"]
+    assert variables == CONTROLLER_ENV, job["urn"]
 
 
 @pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
@@ -217,7 +222,7 @@ def test_the_env_contract_module_names_every_variable_the_job_sets() -> None:
     # the fourth only a stack with egressPolicy (tests/infra/test_egress.py).
     injected = {cluster_env.POD_IDENTITY_URI, cluster_env.POD_IDENTITY_TOKEN_FILE}
     optional = {cluster_env.REHEARSAL, cluster_env.EGRESS_DENIED}
-    assert names - injected - optional == set(CONTROLLER_ENV)
+    assert names - injected - optional == {*CONTROLLER_ENV, cluster_env.IMAGE}
     assert cluster_env.REHEARSAL not in CONTROLLER_ENV
 
 
@@ -225,3 +230,14 @@ def test_every_layer_has_a_pod_spec() -> None:
     for layer in Layer:
         spec = analyst_pod_spec(job_inputs(layer))
         assert spec["runtimeClassName"] == "isolated-sandbox"
+
+
+@pytest.mark.parametrize("target", list(RuntimeTarget))
+@pytest.mark.parametrize("layer", list(Layer))
+def test_every_analyst_container_is_told_the_image_it_runs(
+    layer: Layer, target: RuntimeTarget
+) -> None:
+    # The controller's report names its code revision from this variable alone.
+    (container,) = analyst_pod_spec(job_inputs(layer, target))["containers"]
+    variables = {e["name"]: e["value"] for e in container["env"]}
+    assert variables[cluster_env.IMAGE] == container["image"] == "i"

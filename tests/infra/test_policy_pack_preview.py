@@ -47,6 +47,8 @@ def test_the_preview_really_lacks_the_image_and_the_bucket(preview: StackRun) ->
         for e in _pod(preview.of_type(analyst_guard.JOB)[0])["containers"][0]["env"]
     }
     assert env["ANALYST_BUCKET"] == UNKNOWN_MARKER
+    # The image the report names is the container's own image Output, unknown alike.
+    assert env["ANALYST_IMAGE"] == UNKNOWN_MARKER
     assert preview.outputs["bucket"] == UNKNOWN_MARKER
 
 

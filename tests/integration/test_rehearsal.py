@@ -159,7 +159,7 @@ def test_a_stack_whose_case_is_the_control_template_serves_the_control_under_its
         (
             "nono",
             "misspell_bucket_variable",
-            "FAIL rehearsal: the failure comes from spec.template.spec.containers[0].env[1].name "
+            "FAIL rehearsal: the failure comes from spec.template.spec.containers[0].env[2].name "
             "is 'ANALYST_BUKET': the controller reads ANALYST_BUCKET",
         ),
     ],
