@@ -166,6 +166,12 @@ class RehearsalAws:
         listed = self.client("s3", self._admin).list_objects_v2(Bucket=self.bucket, Prefix=prefix)
         return sorted(item["Key"] for item in listed.get("Contents", []))
 
+    def read(self, key: str) -> bytes:
+        """One object of the store, read as the admin (what a Job's run stored)."""
+        body = self.client("s3", self._admin).get_object(Bucket=self.bucket, Key=key)["Body"]
+        data: bytes = body.read()
+        return data
+
     def stop(self) -> None:
         self._admin = ("", "")
         process, self._process = self._process, None

@@ -65,6 +65,7 @@ class PodContext:
 @dataclass
 class ContainerRun:
     name: str
+    image: str  # the reference the container's `image` names
     where: str
     privileges: Privileges
     seccomp: SeccompChoice
@@ -189,7 +190,7 @@ def plan(pod: PodContext, container: dict[str, Any], where: str) -> ContainerRun
         Path(str(document[key])).mkdir(parents=True)
     plan_file = pod.directory / container["name"] / "plan.json"
     plan_file.write_text(json.dumps(document), encoding="utf-8")
-    return ContainerRun(container["name"], where, granted, seccomp, env)
+    return ContainerRun(container["name"], container["image"], where, granted, seccomp, env)
 
 
 def start(pod: PodContext, run: ContainerRun) -> subprocess.Popen[str]:

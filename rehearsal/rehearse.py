@@ -142,9 +142,9 @@ def rehearse(options: Options) -> int:
             result = kubelet.run_job(job, out, name=names[layer], announce=announce)
             _pod_header(result, out, after=True)
             init_outcome(result, host_userns, verdicts)
-            analyst_verdicts(result, layer, aws, agent, verdicts, added)
-            if bounded is not None:
-                egress_verdicts(result, bounded.denied, verdicts)
+            stored = analyst_verdicts(result, layer, aws, agent, verdicts, added)
+            if bounded is not None and stored is not None:
+                egress_verdicts(stored, bounded.denied, verdicts)
             filter_counts(result, verdicts)
             for sentence in explain(result) if not result.succeeded else []:
                 verdicts.check(False, f"the failure comes from {sentence}")

@@ -5,42 +5,37 @@ counted; and, before any pod, the profiles the operator stand-in put on the node
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final, TextIO
+from typing import Any, Final, TextIO
 
+from app.controller import catalogue as c
+from app.core import cluster_env as env
 from app.core.roles import ROLES, Layer
+from app.tools import catalogue as tools
 from app.tools.inherited import over_inherited
 from infra.pod_specs import USERNS_SYSCTL
 
 from .aws import RehearsalAws
+from .kubelet import ContainerRun
 from .pod_identity import PodIdentityAgent
 from .pods import PodResult
 from .seccomp_profiles import Node
 
-# The cluster-mode lines every analyst Job's log must hold, as PASS lines.
-CLUSTER_LINES: Final = (
-    (
-        "the AWS SDK's credential provider is the container provider",
-        "the AWS SDK takes the "
-        "controller's credentials from EKS Pod Identity (the container credential provider)",
-    ),
-    ("the caller is the stack's role", "the caller is the analyst's role ("),
-    *(
-        (
-            f"the {role} cannot open the Pod Identity token file",
-            f"the {role} cannot open the Pod Identity token file",
-        )
-        for role in ROLES
-    ),
-    ("the controller can open it", "opens the Pod Identity token file ("),
-    (
-        "the supplier is reached by its Service name over verified TLS",
-        "the controller reaches the supplier API by its Service's cluster DNS name",
-    ),
-    ("the Secret's file has the manifest's mode", "the supplier key Secret's file "),
+# The checks only a run in the analyst Job's pod makes, by id: each must PASS in the run's own
+# checks.json, as the Job stored it.
+CLUSTER_CHECKS: Final = (
+    c.CREDENTIAL_SOURCE.id,
+    c.CALLER.id,
+    *(tools.HIDDEN.id_for(target="aws-credential", role=role) for role in ROLES),
+    tools.HIDDEN_CONTROL.id_for(target="aws-credential"),
+    c.SERVICE_NAME.id,
+    c.SECRET_FILE_MODE.id,
 )
+# The credential source the SDK must report in the Job (the controller's cluster environment).
+POD_IDENTITY_SOURCE: Final = "EKS Pod Identity"
 _COMPLETE = re.compile(r"^ANALYST_COMPLETE=([0-9a-f]{32})$")
 
 
@@ -88,6 +83,33 @@ def init_outcome(result: PodResult, host_value: str, verdicts: Verdicts) -> None
         )
 
 
+@dataclass(frozen=True)
+class StoredRun:
+    """What a Job's run left in the store: its checks by id, and its evidence."""
+
+    prefix: str
+    keys: list[str]
+    checks: dict[str, dict[str, Any]]
+    evidence: dict[str, Any]
+
+    @classmethod
+    def read(cls, aws: RehearsalAws, run_id: str) -> StoredRun:
+        prefix = f"reports/{aws.stack.config.case_id}/{run_id}/"
+        keys = aws.keys_under(prefix)
+        stored = {
+            name: json.loads(aws.read(prefix + name)) if prefix + name in keys else {}
+            for name in ("checks.json", "evidence.json")
+        }
+        checks = {check["id"]: check for check in stored["checks.json"].get("checks", [])}
+        return cls(prefix, keys, checks, stored["evidence.json"])
+
+    def outcome(self, check_id: str) -> str:
+        return str(self.checks.get(check_id, {}).get("outcome", "absent"))
+
+    def unpassed(self, check_ids: tuple[str, ...] | list[str]) -> list[str]:
+        return [f"{i}: {self.outcome(i)}" for i in check_ids if self.outcome(i) != "PASS"]
+
+
 def analyst_verdicts(
     result: PodResult,
     layer: Layer,
@@ -95,7 +117,8 @@ def analyst_verdicts(
     agent: PodIdentityAgent,
     verdicts: Verdicts,
     added: dict[str, str],
-) -> None:
+) -> StoredRun | None:
+    """The Job's own verdict, then what its run stored; the stored run, for later verdicts."""
     log = result.log("analyst")
     fails = [line for line in log if line.startswith("FAIL ")]
     run_ids = [m.group(1) for m in map(_COMPLETE.match, log) if m]
@@ -106,28 +129,30 @@ def analyst_verdicts(
         or f"exit code {result.exit_code}, {len(fails)} FAIL lines: "
         + " | ".join(fails[:2] or log[-3:]),
     ):
-        return
-    passes = [line for line in log if line.startswith("PASS ")]
-    missing = [name for name, text in CLUSTER_LINES if not any(text in line for line in passes)]
+        return None
+    stored = StoredRun.read(aws, run_ids[0])
     verdicts.check(
-        not missing,
-        f"its log holds the cluster-mode lines: {'; '.join(name for name, _ in CLUSTER_LINES)}",
-        f"missing: {missing}",
+        f"{stored.prefix}recommendation.md" in stored.keys and bool(stored.checks),
+        f"the report landed in the store: s3://{aws.bucket}/{stored.prefix} holds "
+        + ", ".join(key.removeprefix(stored.prefix) for key in stored.keys),
+        f"found {stored.keys}",
     )
-    bedrock = [line for line in log if line.startswith("SKIP Bedrock returned")]
+    credentials = stored.checks.get(c.CREDENTIAL_SOURCE.id, {}).get("claim", "")
+    missing = stored.unpassed(CLUSTER_CHECKS)
     verdicts.check(
-        len(bedrock) == 1 and "a rehearsal" in bedrock[0],
-        "Bedrock's token-usage check is a SKIP that names the rehearsal, never a PASS",
+        not missing and POD_IDENTITY_SOURCE in credentials,
+        f"its checks.json passes the cluster-mode checks {', '.join(CLUSTER_CHECKS)}, the "
+        f"credentials from {POD_IDENTITY_SOURCE}",
+        f"not passed: {missing}; {credentials!r}",
+    )
+    bedrock = stored.checks.get(c.BEDROCK_USAGE.id, {})
+    verdicts.check(
+        bedrock.get("outcome") == "SKIP" and "a rehearsal" in str(bedrock.get("detail")),
+        f"Bedrock's token-usage check ({c.BEDROCK_USAGE.id}) is a SKIP that names the "
+        "rehearsal, never a PASS",
         f"found {bedrock}",
     )
-    prefix = f"reports/{aws.stack.config.case_id}/{run_ids[0]}/"
-    keys = aws.keys_under(prefix)
-    verdicts.check(
-        f"{prefix}recommendation.md" in keys,
-        f"the report landed in the store: s3://{aws.bucket}/{prefix} holds "
-        + ", ".join(key.removeprefix(prefix) for key in keys),
-        f"found {keys}",
-    )
+    image_named(stored, next(run for run in result.runs if run.name == "analyst"), verdicts)
     served = [line for line in agent.record.served if line.startswith(f"{result.name}:")]
     verdicts.check(
         bool(served),
@@ -139,6 +164,19 @@ def analyst_verdicts(
         f"  the rehearsal added {', '.join(added)} to the pod's environment; nothing else "
         "differs from the manifest",
         file=verdicts.stream,
+    )
+    return stored
+
+
+def image_named(stored: StoredRun, analyst: ContainerRun, verdicts: Verdicts) -> None:
+    """The report's code revision is the image reference the container was given and ran."""
+    told = analyst.env.get(env.IMAGE)
+    revision = stored.evidence.get("provenance", {}).get("code_revision", {})
+    verdicts.check(
+        told == analyst.image and revision == {**revision, "source": "image", "value": told},
+        f"its evidence.json names the image the pod ran, {analyst.image}, as the code revision "
+        "report.html shows",
+        f"{env.IMAGE}={told}; code_revision is {revision}",
     )
 
 
@@ -174,19 +212,15 @@ def filter_counts(result: PodResult, verdicts: Verdicts) -> None:
     )
 
 
-def egress_verdicts(result: PodResult, denied: list[tuple[str, int]], verdicts: Verdicts) -> None:
-    """The Job's own egress check ran under the rules: two controls, one refusal per destination."""
-    log = result.log("analyst")
-    controls = [line for line in log if line.startswith("PASS control: the controller connects")]
-    refused = [
-        line
-        for host, port in denied
-        for line in log
-        if line.startswith(f"PASS so the controller cannot reach {host}:{port}, ")
-    ]
+def egress_verdicts(stored: StoredRun, denied: list[tuple[str, int]], verdicts: Verdicts) -> None:
+    """The Job's own egress check ran under the rules: both controls, one refusal per
+    destination, each a PASS of its checks.json."""
+    controls = [c.EGRESS_CONTROL.id_for(target=target) for target in ("sts", "supplier")]
+    refused = [c.EGRESS_REFUSED.id_for(key=c.egress_key(host, port)) for host, port in denied]
+    missing = stored.unpassed([*controls, *refused])
     verdicts.check(
-        len(controls) == 2 and len(refused) == len(denied),
-        f"the Job's egress check passed under the policy's rules: {len(controls)} controls "
-        f"reached, {len(refused)} of {len(denied)} unnamed destinations refused",
-        " | ".join(line for line in log if "egress" in line or "cannot reach" in line)[:400],
+        not missing,
+        f"the Job's egress check passed under the policy's rules: {', '.join(controls)} "
+        f"reached, {', '.join(refused)} refused",
+        f"not passed: {missing}",
     )

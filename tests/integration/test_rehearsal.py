@@ -38,7 +38,12 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "(spec.template.spec.initContainers[0]), as uid 0, privileged",
         "PASS rehearsal: the bubblewrap Job's pod analyst-bubblewrap-",
         "PASS rehearsal: the nono Job's pod analyst-nono-",
-        "PASS rehearsal: its log holds the cluster-mode lines",
+        "PASS rehearsal: its checks.json passes the cluster-mode checks identity.credentials, "
+        "identity.caller, files.aws-credential.reader, files.aws-credential.evaluator, "
+        "files.aws-credential.writer, files.aws-credential.control, cluster.supplier-name, "
+        "cluster.secret-file-mode, the credentials from EKS Pod Identity",
+        "PASS rehearsal: its evidence.json names the image the pod ran, "
+        "rehearsal/analyst:checkout, as the code revision report.html shows",
         "PASS rehearsal: the report landed in the store: s3://procurement-analyst-rehearsal/"
         "reports/rfp-001/",
         "PASS rehearsal: nitro-evidence says 'not isolated from the node'",
@@ -66,8 +71,9 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "PASS so the controller cannot reach sqs.us-west-2.amazonaws.com:443, which no rule "
         "names (no answer within 3 s",
         "PASS so the controller cannot reach 1.1.1.1:443, which no rule names (no answer",
-        "PASS rehearsal: the Job's egress check passed under the policy's rules: 2 controls "
-        "reached, 2 of 2 unnamed destinations refused",
+        "PASS rehearsal: the Job's egress check passed under the policy's rules: "
+        "egress.control.sts, egress.control.supplier reached, "
+        "egress.refused.sqs.us-west-2.amazonaws.com-443, egress.refused.1.1.1.1-443 refused",
         # Each container's seccomp profile, as containerd chooses it, and what the controller saw.
         "seccomp of spec.template.spec.containers[0]: none: a privileged container gets no "
         "profile from containerd",

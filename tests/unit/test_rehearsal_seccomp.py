@@ -168,7 +168,7 @@ def test_the_loader_sits_where_runc_loads_the_profile() -> None:
 
 def _analyst_pod(choice: SeccompChoice, log: list[str]) -> PodResult:
     granted = Privileges(1000, 1000, (1000,), False, (), True, True, False)
-    run = ContainerRun("analyst", f"{POD}.containers[0]", granted, choice, {}, log, 0)
+    run = ContainerRun("analyst", "i", f"{POD}.containers[0]", granted, choice, {}, log, 0)
     return PodResult("analyst-x", "Job analyst", runs=[run], exit_code=0)
 
 
