@@ -3,8 +3,9 @@
 What each role got is read from the run's own records: under bubblewrap its argument list (the
 mounts and their direction) and its /proc readings (uid, namespaces against the controller's,
 seccomp, capabilities); under nono its live profile (read and write grants, the proxy route and
-its method/path pairs). The controller's box holds what only it holds and the supplier calls it
-made. The hardware-isolation frame is drawn only when the guest readings name an enclave.
+its method/path pairs). The controller's box holds what only it holds, the supplier calls it
+made itself and a count of those it sent through the roles' proxies, which refused them. The
+hardware-isolation frame is drawn only when the guest readings name an enclave.
 
 The result is boxes, lines and arrows with coordinates; the template draws them as SVG, so
 every text here reaches the page through the template's escaping.
@@ -12,6 +13,7 @@ every text here reaches the page through the template's escaping.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
@@ -271,11 +273,23 @@ def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
         *_wrap(f"  found through {holds.get('aws_credential_source', '?')}", width),
         Text("supplier calls it made itself:", "", "strong"),
     ]
-    calls = evidence.get("correlation", {}).get("calls", [])
+    calls = [
+        c for c in evidence.get("correlation", {}).get("calls", []) if c.get("by") == "controller"
+    ]
     for call in calls:
-        if call.get("by") == "controller":
+        if call.get("reaches_upstream"):
             status = call.get("status")
             lines += _wrap(f"  {call.get('method')} {call.get('path')} \u2192 {status}", width)
+    # The rest it sent through a role's proxy, as the controls that show what the proxy
+    # refuses: counted by status, each call is in the page's table of calls.
+    refused = Counter(str(c.get("status")) for c in calls if not c.get("reaches_upstream"))
+    if refused:
+        statuses = ", ".join(f"{status} \u00d7{n}" for status, n in sorted(refused.items()))
+        lines += _wrap(
+            f"  and {refused.total()} through the roles' proxies, each refused before the "
+            f"supplier ({statuses})",
+            width,
+        )
     if evidence["layer"] == "nono":
         lines += _wrap(
             "runs each online role's nono proxy, which puts the real key in place of the "

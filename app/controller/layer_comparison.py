@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.controller.report_page import CheckView, check_views, render
+from app.controller.report_page import CONTROL, Cell, CheckView, check_views, matrix_cell, render
 from app.core.roles import ROLES
 from app.tools.attacks import ATTACKS
 
@@ -81,19 +81,28 @@ def check_rows(runs: Sequence[LayerRun]) -> list[CheckRow]:
 
 
 @dataclass(frozen=True)
+class LayerAnswer:
+    """What the roles got under one layer: one cell where all three agree, else one each."""
+
+    cells: list[tuple[str, Cell]]  # (the role, or "" for all three; its cell)
+
+
+@dataclass(frozen=True)
 class AttackRow:
     attack: str
     probe: str
-    control: str
-    answers: list[str]  # per layer: the roles' answer, or each role's where they differ
+    control: Cell
+    answers: list[LayerAnswer]  # per layer
 
 
-def _roles_answer(evidence: Mapping[str, Any], probe: str) -> str:
+def _roles_answer(evidence: Mapping[str, Any], probe: str, control: str | None) -> LayerAnswer:
     roles = evidence.get("attack_answers", {}).get("roles", {})
-    seen = {role: str(roles.get(role, {}).get(probe, "not tried")) for role in ROLES}
+    seen = {role: roles.get(role, {}).get(probe) for role in ROLES}
     if len(set(seen.values())) == 1:
-        return next(iter(seen.values()))
-    return ", ".join(f"{role} {answer}" for role, answer in seen.items())
+        return LayerAnswer([("", matrix_cell(ROLES[0], seen[ROLES[0]], control))])
+    return LayerAnswer(
+        [(role, matrix_cell(role, answer, control)) for role, answer in seen.items()]
+    )
 
 
 def attack_rows(runs: Sequence[LayerRun]) -> list[AttackRow]:
@@ -102,8 +111,8 @@ def attack_rows(runs: Sequence[LayerRun]) -> list[AttackRow]:
         AttackRow(
             attack.key,
             probe,
-            str(control.get(probe, "not tried")),
-            [_roles_answer(run.evidence, probe) for run in runs],
+            matrix_cell(CONTROL, control.get(probe), control.get(probe)),
+            [_roles_answer(run.evidence, probe, control.get(probe)) for run in runs],
         )
         for attack in ATTACKS
         for probe in attack.probes

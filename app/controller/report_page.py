@@ -162,7 +162,9 @@ class MatrixRow:
     control: CheckView | None
 
 
-def _cell(column: str, answer: str | None, control: str | None) -> Cell:
+def matrix_cell(column: str, answer: str | None, control: str | None) -> Cell:
+    """One answer as the matrix shows it: a glyph and words as well as a colour, so a
+    refusal and a success read apart in any rendering."""
     if answer is None:
         return Cell(column, "", "not-tried", "\u2013", "not tried here")
     if answer == OK:
@@ -183,8 +185,8 @@ def attack_matrix(evidence: Mapping[str, Any], by_id: Mapping[str, CheckView]) -
         made_control = by_id.get(common_checks.ATTACK_CONTROL.id_for(attack=attack.key))
         for probe in attack.probes:
             seen = control.get(probe)
-            cells = [_cell(CONTROL, seen, seen)]
-            cells += [_cell(role, roles.get(role, {}).get(probe), seen) for role in ROLES]
+            cells = [matrix_cell(CONTROL, seen, seen)]
+            cells += [matrix_cell(role, roles.get(role, {}).get(probe), seen) for role in ROLES]
             rows.append(MatrixRow(attack.key, attack.claim, probe, cells, check, made_control))
     return rows
 
@@ -221,20 +223,49 @@ def element_views(layer: str, by_id: Mapping[str, CheckView]) -> dict[str, list[
     return by_role
 
 
+# --- the comparison the model's choice was checked against ----------------------------------
+
+
+@dataclass(frozen=True)
+class SupplierView:
+    id: str
+    name: str
+    eligible: bool
+    misses: list[str]
+    why: str  # comparison.json's own words: why it won or lost
+    winner: bool
+
+
+def supplier_views(comparison: Mapping[str, Any], names: Mapping[str, str]) -> list[SupplierView]:
+    """comparison.json's suppliers in its order, each named as the case names it."""
+    winner = str(comparison.get("winner", ""))
+    return [
+        SupplierView(
+            id=str(entry["id"]),
+            name=names.get(str(entry["id"]), str(entry["id"])),
+            eligible=bool(entry.get("eligible")),
+            misses=[str(miss) for miss in entry.get("misses", [])],
+            why=str(entry.get("why", "")),
+            winner=str(entry["id"]) == winner,
+        )
+        for entry in comparison.get("suppliers", [])
+    ]
+
+
 # --- the page -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class ReportView:
     evidence: Mapping[str, Any]
-    comparison: Mapping[str, Any]
+    comparison_rule: str  # comparison.json's rule, in words
     checks: list[CheckView]
     sections: list[Section]
     matrix: list[MatrixRow]
     columns: list[str]
     elements: dict[str, list[ElementView]]
     picture: Picture
-    supplier_names: dict[str, str]
+    suppliers: list[SupplierView]
     run_tree: str
 
     def count(self, status: str) -> int:
@@ -248,23 +279,27 @@ class ReportView:
     def after_page(self) -> list[Check]:
         return [check for section in self.sections for check in section.after_page]
 
+    @property
+    def winner(self) -> SupplierView | None:
+        return next((supplier for supplier in self.suppliers if supplier.winner), None)
+
 
 def report_view(inputs: ReportInputs) -> ReportView:
     evidence = inputs.evidence
     top = str(evidence.get("endpoints", {}).get("run_tree", ""))
     views = check_views(inputs.checks, top)
     by_id = {view.id: view for view in views}
-    suppliers = evidence.get("case", {}).get("suppliers", [])
+    names = {str(s["id"]): str(s["name"]) for s in evidence.get("case", {}).get("suppliers", [])}
     return ReportView(
         evidence=evidence,
-        comparison=inputs.comparison,
+        comparison_rule=str(inputs.comparison.get("rule", "")),
         checks=views,
         sections=sections(views),
         matrix=attack_matrix(evidence, by_id),
         columns=[CONTROL, *ROLES],
         elements=element_views(str(evidence["layer"]), by_id),
         picture=picture(evidence),
-        supplier_names={str(s["id"]): str(s["name"]) for s in suppliers},
+        suppliers=supplier_views(inputs.comparison, names),
         run_tree=top,
     )
 

@@ -139,6 +139,7 @@ def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
         index = list(PROBES).index(probe)
         row_cells = cells[index * 4 : index * 4 + 4]
         assert {c.attrs["data-column"]: c.text[1:] for c in row_cells} == expected, probe
+    _assert_kinds_read_apart(cells)
     # Each attack links the check that proves it and its control's, by id.
     (matrix,) = find(dom, "table", id="attack-matrix")
     links = {e.attrs["href"] for e in find(inside(dom, matrix), "a")}
@@ -163,11 +164,42 @@ def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
         assert view.mounts
         for mount in view.mounts:
             assert f"{mount.target} ({mount.mode})" in svg_text, mount
+    # The controller's box: the calls it made itself, and a count of those the roles' proxies
+    # refused it, which the call table lists one by one.
+    own = [c for c in evidence["correlation"]["calls"] if c["by"] == "controller"]
+    for call in own:
+        if call["reaches_upstream"]:
+            assert f"{call['method']} {call['path']} \u2192 {call['status']}" in svg_text
+    refused = [c for c in own if not c["reaches_upstream"]]
+    assert (f"and {len(refused)} through the roles' proxies" in svg_text) == bool(refused)
+    assert bool(refused) == (layer is Layer.NONO)
+    # Each supplier with comparison.json's own words for why it won or lost; the winner's also
+    # in the verdict.
+    comparison = page_runs.document(layer, "comparison.json")
+    suppliers = find(dom, "tr", data_supplier="")
+    assert [row.attrs["data-supplier"] for row in suppliers] == [
+        entry["id"] for entry in comparison["suppliers"]
+    ]
+    for row, entry in zip(suppliers, comparison["suppliers"], strict=True):
+        assert entry["why"] and entry["why"] in row.text, entry["id"]
+        assert ("wins" in row.text) == (entry["id"] == comparison["winner"])
+    (winner,) = [e for e in comparison["suppliers"] if e["id"] == comparison["winner"]]
+    (verdict,) = find(dom, "section", id="verdict")
+    assert winner["why"] in _text_of(inside(dom, verdict))
     # The hostile supplier name, from the case, is text.
     _assert_hostile_text_is_text(dom, HOSTILE_NAME)
-    assert find(dom, "section", id="verdict") and HOSTILE_NAME in _text_of(
-        find(dom, "section", id="verdict")
-    )
+    assert HOSTILE_NAME in verdict.text
+
+
+def _assert_kinds_read_apart(cells: list[Element]) -> None:
+    """Each answer's kind has a glyph of its own, its first character: a success and a refusal
+    read apart without colour."""
+    glyphs: dict[str, set[str]] = {}
+    for cell in cells:
+        glyphs.setdefault(cell.attrs["data-kind"], set()).add(cell.text.lstrip()[0])
+    assert glyphs["succeeds"] == {"\u2713"} and glyphs["refused"] == {"\u2717"}, glyphs
+    assert all(len(shown) == 1 for shown in glyphs.values()), glyphs
+    assert len({next(iter(shown)) for shown in glyphs.values()}) == len(glyphs), glyphs
 
 
 def _accounting(layer: Layer) -> list[tuple[str, str]]:
@@ -253,4 +285,6 @@ def test_the_comparison_page_sets_each_check_and_attack_side_by_side(
     (host_file,) = find(dom, "tr", data_probe="host-file")
     assert bubblewrap["attack_answers"]["roles"]["reader"]["host-file"] in host_file.text
     assert nono["attack_answers"]["roles"]["reader"]["host-file"] in host_file.text
+    (attacks,) = find(dom, "table", id="attack-comparison")
+    _assert_kinds_read_apart(find(inside(dom, attacks), None, data_kind=""))
     _assert_hostile_text_is_text(dom, HOSTILE_NAME)
