@@ -28,6 +28,7 @@ from app.core.errors import AnalystError, LayerUnavailable
 from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
+from app.tools import policy_breaks
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -194,6 +195,15 @@ def _common(command: argparse.ArgumentParser) -> None:
         help="print only the FAIL and SKIP lines (each under its section's header) and the "
         "closing summary",
     )
+    command.add_argument(
+        "--break",
+        dest="policy_break",
+        metavar="ROLE:ELEMENT",
+        help="leave one element of one role's committed policy out, named as in "
+        f"policies/<layer>/elements.json (such as {policy_breaks.EXAMPLE}): the run then stops "
+        "at the check that watches it (exit 1); demo runs that element's layer alone; "
+        f"`--break {policy_breaks.LIST}` prints every name",
+    )
 
 
 def _fatal(error: AnalystError) -> NoReturn:
@@ -223,6 +233,10 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
 
 
 def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
+    try:
+        chosen = policy_breaks.parse(args.policy_break, layer) if args.policy_break else None
+    except AnalystError as error:
+        _fatal(error)
     options = RunOptions(
         layer=layer,
         case_dir=args.case,
@@ -232,6 +246,7 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         keep_workdir=args.keep_workdir,
         workdir_layers=(layer,) if args.command == "run" else tuple(Layer),
         quiet=args.quiet,
+        policy_break=chosen,
     )
     try:
         outcome = run_case(options)
@@ -274,8 +289,19 @@ def _commands(args: argparse.Namespace) -> int:
         layers = [Layer(args.layer)] if args.layer else list(Layer)
         runnable = doctor(DoctorOptions(layers, args.workdir), sys.stdout)
         return 0 if runnable else LayerUnavailable.exit_code
+    if args.policy_break == policy_breaks.LIST:
+        print("\n".join(policy_breaks.listing()))
+        return 0
     if args.command == "run":
         _run_one(Layer(args.layer), args, args.out)
+        return 0
+    if args.policy_break:
+        # A break names one layer's element: the demo runs that layer's case alone.
+        try:
+            broken = policy_breaks.parse(args.policy_break)
+        except AnalystError as error:
+            _fatal(error)
+        _run_one(broken.layer, args, None)
         return 0
     outcomes = []
     for layer in Layer:

@@ -42,7 +42,7 @@ from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.provenance import provenance
 from app.controller.report_templates import ReportTemplates
-from app.controller.shipped_layers import LayerFactory, shipped_layer
+from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
@@ -56,6 +56,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.layer import ConfinementLayer
+from app.tools.policy_breaks import PolicyBreak
 
 REPORT_FILES: Final = (
     "report.html",
@@ -77,6 +78,8 @@ class RunOptions:
     keep_workdir: bool = False
     # The layers whose tool processes will use the work directory (the demo runs both).
     workdir_layers: tuple[Layer, ...] = ()
+    # One element of one role's policy left out on purpose (--break), of this layer's policy.
+    policy_break: PolicyBreak | None = None
     # Print only FAIL and SKIP lines (and the summary): --quiet.
     quiet: bool = False
 
@@ -211,7 +214,12 @@ def run_case(
     clock = PhaseClock()
     clock.enter("case and options")
     plan = plan_run(options)
-    factory = make_layer or shipped_layer(options.layer)
+    if make_layer is not None:
+        factory = make_layer
+    elif options.policy_break is not None:
+        factory = broken_layer(options.policy_break)
+    else:
+        factory = shipped_layer(options.layer)
     try:
         return _run(plan, factory, stream, clock)
     except OSError as error:

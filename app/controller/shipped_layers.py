@@ -1,4 +1,5 @@
-"""The confinement layers as shipped, by name; tests build their own to break a policy."""
+"""The confinement layers as shipped, by name, or with one element of one role's policy left
+out (``--break``); tests build their own to change a policy in other ways."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.layer import ConfinementLayer
 from app.tools.nono.prerequisites import NONO_PY_PIN
+from app.tools.policy_breaks import PolicyBreak
 
 LayerFactory = Callable[[Run], ConfinementLayer]
 
@@ -33,6 +35,37 @@ def shipped_layer(name: Layer) -> LayerFactory:
             return NonoLayer
         case _:
             assert_never(name)
+
+
+def broken_layer(policy_break: PolicyBreak) -> LayerFactory:
+    """The break's layer with its element left out of its role's policy, and out of the
+    committed files the run checks it against, as if the change had been merged: the run then
+    stops at the check that watches the element, not at the one that compares the files."""
+    role, element = policy_break.role, policy_break.element
+    match policy_break.layer:
+        case Layer.BUBBLEWRAP:
+            from app.tools.bubblewrap.accounting import removal
+            from app.tools.bubblewrap.launcher import BubblewrapLayer
+            from app.tools.bubblewrap.policy import BubblewrapPolicy
+
+            policy = BubblewrapPolicy(omit_for=frozenset((role, key) for key in removal(element)))
+            return lambda run: BubblewrapLayer(run, policy=policy)
+        case Layer.NONO:
+            shipped_layer(Layer.NONO)  # nono-py importable, or the layer is unavailable
+            from app.tools.nono import render
+            from app.tools.nono.launcher import NonoLayer
+
+            omit = frozenset({(role, element)})
+
+            def nono_without(run: Run) -> ConfinementLayer:
+                # In the run's own folder, removed with it; no role's policy grants it.
+                committed = run.paths.top / "policies-without"
+                render.write(committed, omit=omit)
+                return NonoLayer(run, committed_dir=committed, omit=omit)
+
+            return nono_without
+        case _:
+            assert_never(policy_break.layer)
 
 
 # Stands for the run's own directories, which each policy names by their real paths.

@@ -1,0 +1,109 @@
+"""A FAIL on demand: ``--break <role>:<element>`` leaves one element of one role's committed
+policy out and stops at the check that watches it, its FAIL line naming that check, exit 1.
+
+The loop takes the reader: its elements are of every kind both layers have (bubblewrap's
+namespaces, mounts, variables and per-call filter and limit; nono's file rules, variables,
+credential route and launcher settings). Each break is the layer ``--break`` builds, run
+through the layer's own steps on shared services; two whole runs, one per layer, go through
+the command line, as a reader would type them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.controller.cli import main
+from app.controller.shipped_layers import broken_layer
+from app.tools.policy_breaks import PolicyBreak, listed, listing, parse
+from tests.support.elements import Shared, shared_services, steps_outcome
+
+pytestmark = pytest.mark.integration
+
+READER = [entry for entry in listed() if entry.role == "reader"]
+_FAIL_ID = re.compile(r"^FAIL .* \[(?P<id>[a-z0-9_.-]+)\]$", re.MULTILINE)
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[Shared]:
+    with shared_services() as services:
+        yield services
+
+
+@pytest.mark.parametrize("entry", READER, ids=[f"{e.layer}:{e.element}" for e in READER])
+def test_breaking_a_reader_element_stops_at_the_check_that_watches_it(
+    entry: PolicyBreak, shared: Shared
+) -> None:
+    failed, lines = steps_outcome(shared, entry.layer, broken_layer(parse(entry.name, entry.layer)))
+    if entry.watched_by is None:
+        # A redundant element: every check passes without it, as its accounting says.
+        assert failed is None, lines[-3:]
+        assert lines and all(line.startswith("PASS ") for line in lines)
+        return
+    assert failed is not None, "every check passed"
+    assert failed.check_id == entry.watched_by, lines[-3:]
+    assert lines[-1].startswith("FAIL ") and lines[-1].endswith(f"[{entry.watched_by}]")
+
+
+@pytest.mark.parametrize(
+    ("argv", "watched_by"),
+    [
+        (
+            ["run", "--layer", "bubblewrap", "--break", "reader:--unshare-net"],
+            "bubblewrap.namespaces.net",
+        ),
+        (["demo", "--break", "evaluator:network.block"], "nono.network.socket.evaluator"),
+    ],
+    ids=["run-bubblewrap", "demo-nono"],
+)
+def test_the_command_line_stops_at_the_fail_with_exit_1(
+    argv: list[str], watched_by: str, work_base: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [*argv, "--workdir", str(work_base / "work"), "--out", str(work_base / "out")]
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    captured = capsys.readouterr()
+    assert exited.value.code == 1, captured.out[-2000:]
+    assert _FAIL_ID.findall(captured.out) == [watched_by]
+    assert captured.err.startswith("ANALYST_FAILED: ")
+    out = work_base / "out"
+    left = [path for path in out.rglob("*") if not path.is_dir()] if out.exists() else []
+    assert not left, "a failed run left a report behind"
+
+
+def test_the_list_names_every_element_of_both_layers_with_what_watches_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["demo", "--break", "list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out == listing()
+    assert "  reader:--unshare-net  (fails bubblewrap.namespaces.net)" in out
+    assert "  evaluator:network.block  (fails nono.network.socket.evaluator)" in out
+    assert len([line for line in out if line.startswith("  ")]) == len(listed())
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (
+            ["run", "--layer", "nono", "--break", "reader:--no-such-option"],
+            "--break reader:--no-such-option: no role's committed policy has that element",
+        ),
+        (
+            ["run", "--layer", "nono", "--break", "reader:--unshare-net"],
+            "--break reader:--unshare-net: an element of the bubblewrap layer's policy",
+        ),
+    ],
+    ids=["unknown", "other-layer"],
+)
+def test_a_name_the_layer_has_not_is_bad_input_before_anything_is_created(
+    argv: list[str], said: str, work_base: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*argv, "--workdir", str(work_base / "work")])
+    assert exited.value.code == 2
+    assert said in capsys.readouterr().err
+    assert not (work_base / "work").exists()
