@@ -17,6 +17,7 @@ import pulumi_random as random
 import pulumi_tls as tls
 
 from infra.commands import (
+    AwsCli,
     kubeconfig_command,
     logs_command,
     nitro_evidence_command,
@@ -28,16 +29,15 @@ from infra.components.egress import EgressPolicies, EgressPrerequisites, EgressS
 from infra.components.identity import AnalystIdentity, IdentitySettings
 from infra.components.images import Images, ImageSettings
 from infra.components.jobs import AnalystJobs, DeployedInputs, JobSettings
-from infra.components.pki import SupplierSecrets
-from infra.components.security_profiles import SecurityProfiles
+from infra.components.pki import SecretSettings, SupplierSecrets
+from infra.components.security_profiles import ProfileSettings, SecurityProfiles
 from infra.components.storage import CaseStore, StoreSettings
-from infra.components.supplier import SupplierApi
-from infra.components.workspace import Workspace
+from infra.components.supplier import SupplierApi, SupplierSettings
+from infra.components.workspace import Workspace, WorkspaceSettings
 from infra.config import load_config
 from infra.egress import denied_destinations
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
-from infra.render_manifests import needs_security_profiles
-from infra.targets import pod_security_level
+from infra.targets import needs_security_profiles, pod_security_level
 
 config = load_config()
 
@@ -111,10 +111,12 @@ if config.egress_policy:
 # Workloads are created only after the RuntimeClass read succeeded.
 workspace = Workspace(
     "workspace",
-    config.namespace,
+    WorkspaceSettings(
+        config.namespace,
+        pod_security_level(config.runtime_target, config.layers),
+        waits_for=namespace_waits_for,
+    ),
     cluster.provider,
-    pod_security=pod_security_level(config.runtime_target, config.layers),
-    annotations=namespace_waits_for,
     opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
 )
 egress_gate: list[pulumi.Resource] = []
@@ -128,18 +130,17 @@ if config.egress_policy:
     ).gate
 # hardened-container: the bubblewrap pod's seccomp profile is on every node before a Job starts.
 profiles_gate: list[pulumi.Resource] = []
-if needs_security_profiles(config):
+if needs_security_profiles(config.runtime_target, config.layers):
     profiles = SecurityProfiles(
         "security-profiles",
-        config.namespace,
-        config.cluster_addons,
+        ProfileSettings(config.namespace, config.cluster_addons),
         cluster.provider,
         opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
     )
     profiles_gate = profiles.gate
 secrets = SupplierSecrets(
     "pki",
-    config.namespace,
+    SecretSettings(config.namespace),
     kubernetes=cluster.provider,
     tls_provider=tls_provider,
     random_provider=random_provider,
@@ -147,9 +148,8 @@ secrets = SupplierSecrets(
 )
 supplier = SupplierApi(
     "supplier",
-    config.namespace,
+    SupplierSettings(config.namespace, config.case_id),
     image=images.supplier_image,
-    case_id=config.case_id,
     config_checksum=secrets.config_checksum,
     provider=cluster.provider,
     opts=pulumi.ResourceOptions(depends_on=[workspace, secrets]),
@@ -199,7 +199,8 @@ pulumi.export(
     "reportPrefix", pulumi.Output.concat("s3://", store.bucket_name, "/", store.report_prefix)
 )
 pulumi.export("jobNames", jobs.job_names)
-pulumi.export("kubeconfigCommand", kubeconfig_command(config))
+aws_cli = AwsCli(config.region, config.cluster_name, config.aws_profile, config.aws_role_arn)
+pulumi.export("kubeconfigCommand", kubeconfig_command(aws_cli))
 pulumi.export(
     "logsCommands",
     {
@@ -218,7 +219,7 @@ if config.comparison_pod:
     )
 pulumi.export(
     "reportsCommand",
-    store.bucket_name.apply(lambda bucket: reports_command(config, bucket, store.report_prefix)),
+    store.bucket_name.apply(lambda bucket: reports_command(aws_cli, bucket, store.report_prefix)),
 )
 pulumi.export("analystImage", images.analyst_image)
 pulumi.export("supplierImage", images.supplier_image)

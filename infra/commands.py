@@ -6,22 +6,31 @@ Pure: settings in, one shell command line out, each value quoted for the shell.
 from __future__ import annotations
 
 import shlex
-
-from .config import StackConfig
-
-
-def _aws_identity(config: StackConfig) -> list[str]:
-    # The same profile the stack deploys with (a role, if any, is assumed by the user's own
-    # profile setup; the commands name only what the CLI takes directly).
-    return ["--profile", config.aws_profile] if config.aws_profile else []
+from dataclasses import dataclass
 
 
-def kubeconfig_command(config: StackConfig) -> str:
+@dataclass(frozen=True)
+class AwsCli:
+    """How the user's AWS CLI reaches the stack: the Region, the cluster, and the identity the
+    stack deploys with."""
+
+    region: str
+    cluster_name: str
+    profile: str = ""
+    role_arn: str = ""
+
+    def identity(self) -> list[str]:
+        # The same profile the stack deploys with (a role, if any, is assumed by the user's own
+        # profile setup; the commands name only what the CLI takes directly).
+        return ["--profile", self.profile] if self.profile else []
+
+
+def kubeconfig_command(aws: AwsCli) -> str:
     """`aws eks update-kubeconfig` for the stack's cluster, so kubectl can follow the Jobs."""
-    args = ["aws", *_aws_identity(config), "eks", "update-kubeconfig"]
-    args += ["--region", config.region, "--name", config.cluster_name]
-    if config.aws_role_arn:
-        args += ["--role-arn", config.aws_role_arn]
+    args = ["aws", *aws.identity(), "eks", "update-kubeconfig"]
+    args += ["--region", aws.region, "--name", aws.cluster_name]
+    if aws.role_arn:
+        args += ["--role-arn", aws.role_arn]
     return shlex.join(args)
 
 
@@ -39,8 +48,8 @@ def nitro_evidence_command(layer: str, namespace: str) -> str:
     )  # fmt: skip
 
 
-def reports_command(config: StackConfig, bucket: str, report_prefix: str) -> str:
+def reports_command(aws: AwsCli, bucket: str, report_prefix: str) -> str:
     """`aws s3 ls` of the case's reports in the stack's bucket."""
-    args = ["aws", *_aws_identity(config), "s3", "ls", f"s3://{bucket}/{report_prefix}"]
-    args += ["--recursive", "--region", config.region]
+    args = ["aws", *aws.identity(), "s3", "ls", f"s3://{bucket}/{report_prefix}"]
+    args += ["--recursive", "--region", aws.region]
     return shlex.join(args)

@@ -25,7 +25,7 @@ from .config_rules import (
     nearest,
     version_problem,
 )
-from .targets import RuntimeTarget
+from .targets import RuntimeTarget, needs_security_profiles
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CASES_DIR = REPO_ROOT / "cases"
@@ -229,9 +229,7 @@ class StackConfig(BaseModel):
     def _addons_on_hardened_bubblewrap(self) -> StackConfig:
         # Only the hardened-container bubblewrap pod needs the operators; a stack that would
         # ignore `install` must not appear to own them.
-        needs = self.runtime_target is RuntimeTarget.HARDENED_CONTAINER and (
-            Layer.BUBBLEWRAP in self.layers
-        )
+        needs = needs_security_profiles(self.runtime_target, self.layers)
         if self.cluster_addons is ClusterAddons.INSTALL and not needs:
             raise ValueError(
                 "clusterAddons install applies to runtimeTarget hardened-container with the "

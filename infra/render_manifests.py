@@ -22,7 +22,6 @@ from typing import Any
 import yaml
 
 from app.core import cluster_env as env
-from app.core.roles import Layer
 
 from .config import PROJECT, REPO_ROOT, ConfigError, StackConfig, parse_config
 from .egress import analyst_egress_policy, bucket_host, denied_destinations, supplier_ingress_policy
@@ -41,7 +40,7 @@ from .manifests import (
 )
 from .pod_specs import JobInputs
 from .security_profiles import seccomp_profile_object
-from .targets import RuntimeTarget, pod_security_level
+from .targets import RuntimeTarget, needs_security_profiles, pod_security_level
 
 REDACTED = "<redacted>"
 CA_PLACEHOLDER = "<the stack's CA certificate>"
@@ -78,13 +77,6 @@ def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> StackCo
     return parse_config(raw | (overrides or {}))
 
 
-def needs_security_profiles(config: StackConfig) -> bool:
-    """The hardened-container bubblewrap pod references a Localhost profile the stack installs."""
-    return config.runtime_target is RuntimeTarget.HARDENED_CONTAINER and (
-        Layer.BUBBLEWRAP in config.layers
-    )
-
-
 def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, Any]]:
     """Every object the stack creates, in the order the program creates them (the Helm
     releases of the hardened-container target are charts, not objects: see security_profiles)."""
@@ -105,7 +97,7 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
         ),
         *supplier_services(namespace),
     ]
-    if needs_security_profiles(config):
+    if needs_security_profiles(config.runtime_target, config.layers):
         objects.append(seccomp_profile_object(namespace))
     if config.egress_policy:
         objects += [

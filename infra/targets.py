@@ -68,3 +68,9 @@ def pod_security_level(target: RuntimeTarget, layers: Iterable[Layer]) -> str:
     if target is RuntimeTarget.ISOLATED_SANDBOX:
         return "privileged"
     return "baseline"
+
+
+def needs_security_profiles(target: RuntimeTarget, layers: Iterable[Layer]) -> bool:
+    """Only the hardened-container bubblewrap pod references a Localhost seccomp profile, which
+    the Security Profiles Operator puts on the nodes."""
+    return target is RuntimeTarget.HARDENED_CONTAINER and Layer.BUBBLEWRAP in set(layers)

@@ -4,6 +4,7 @@ Secrets and ConfigMap the pods mount, and kept secret in Pulumi state."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -41,6 +42,13 @@ def supplier_dns_names(namespace: str) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class SecretSettings:
+    """The namespace the Secrets live in, whose Service names the certificate covers."""
+
+    namespace: str
+
+
 class SupplierSecrets(pulumi.ComponentResource):
     """The supplier's key, its TLS pair and the CA bundle clients verify it with."""
 
@@ -51,7 +59,7 @@ class SupplierSecrets(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        namespace: str,
+        settings: SecretSettings,
         *,
         kubernetes: k8s.Provider,
         tls_provider: tls.Provider,
@@ -63,6 +71,7 @@ class SupplierSecrets(pulumi.ComponentResource):
         # The Secrets and ConfigMap wait for what the component waits for (the namespace).
         self._k8s = child_options(self, opts, kubernetes)
         ca_key, ca_cert = self._create_ca(name)
+        namespace = settings.namespace
         server_key, server_cert = self._create_server_cert(name, namespace, ca_key, ca_cert)
         api_key = random.RandomPassword(
             f"{name}-api-key",

@@ -4,6 +4,7 @@ cluster already runs (existing), then bwrap's SeccompProfile."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import cast
 
 import pulumi
@@ -18,6 +19,14 @@ from ..security_profiles import (
     seccomp_profile_object,
 )
 from .options import child_options
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """The namespace the profile is named for, and whether the stack installs the operators."""
+
+    namespace: str
+    addons: ClusterAddons
 
 
 class SecurityProfiles(pulumi.ComponentResource):
@@ -37,15 +46,14 @@ class SecurityProfiles(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        namespace: str,
-        addons: ClusterAddons,
+        settings: ProfileSettings,
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:security:SecurityProfiles", name, None, opts)
         base = child_options(self, opts, provider)
         operator: pulumi.Resource
-        if addons is ClusterAddons.INSTALL:
+        if settings.addons is ClusterAddons.INSTALL:
             kept = pulumi.ResourceOptions.merge(base, pulumi.ResourceOptions(retain_on_delete=True))
             cert_manager = self._release(f"{name}-cert-manager", CERT_MANAGER, kept)
             operator = self._release(
@@ -61,7 +69,7 @@ class SecurityProfiles(pulumi.ComponentResource):
                 SECCOMP_PROFILE_CRD,
                 opts=pulumi.ResourceOptions(parent=self, provider=provider),
             )
-        profile = seccomp_profile_object(namespace)
+        profile = seccomp_profile_object(settings.namespace)
         created = k8s.apiextensions.CustomResource(
             f"{name}-bwrap-seccomp",
             api_version=profile["apiVersion"],

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -9,6 +11,14 @@ from app.core import cluster_env as env
 
 from ..manifests import supplier_deployment, supplier_services
 from .options import child_options
+
+
+@dataclass(frozen=True)
+class SupplierSettings:
+    """The namespace, and the case whose suppliers the API serves."""
+
+    namespace: str
+    case_id: str
 
 
 class SupplierApi(pulumi.ComponentResource):
@@ -24,18 +34,18 @@ class SupplierApi(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        namespace: str,
+        settings: SupplierSettings,
         *,
         image: pulumi.Input[str],
-        case_id: str,
         config_checksum: pulumi.Input[str],
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:supplier:SupplierApi", name, None, opts)
         k8s_opts = child_options(self, opts, provider)
+        namespace = settings.namespace
         deployment = supplier_deployment(
-            namespace, image=image, case_id=case_id, config_checksum=config_checksum
+            namespace, image=image, case_id=settings.case_id, config_checksum=config_checksum
         )
         created = k8s.apps.v1.Deployment(
             f"{name}-deployment",

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -9,11 +12,21 @@ from ..manifests import analyst_service_account, namespace_object
 from .options import child_options
 
 
+@dataclass(frozen=True)
+class WorkspaceSettings:
+    """The namespace, the strictest Pod Security Standard its pods allow, and what the
+    namespace waits for, as annotations (Outputs that must resolve before any object of the
+    stack exists)."""
+
+    namespace: str
+    pod_security: str
+    waits_for: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+
+
 class Workspace(pulumi.ComponentResource):
     """The namespace every object of the stack lives in, and the identity the Jobs run as.
 
-    The namespace enforces `pod_security`, the strictest Pod Security Standard its pods allow.
-    `annotations` may hold Outputs that must resolve before any object of the stack exists.
+    The namespace enforces the settings' Pod Security Standard.
     """
 
     namespace: pulumi.Output[str]
@@ -22,21 +35,18 @@ class Workspace(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        namespace: str,
+        settings: WorkspaceSettings,
         provider: k8s.Provider,
-        *,
-        pod_security: str,
-        annotations: dict[str, pulumi.Input[str]] | None = None,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:workspace:Workspace", name, None, opts)
         k8s_opts = child_options(self, opts, provider)
-        metadata = namespace_object(namespace, pod_security)["metadata"]
-        if annotations:
+        metadata = namespace_object(settings.namespace, settings.pod_security)["metadata"]
+        if settings.waits_for:
             # What the namespace waits for, in words (the egress prerequisites, checked).
-            metadata["annotations"] = annotations
+            metadata["annotations"] = dict(settings.waits_for)
         created = k8s.core.v1.Namespace(f"{name}-namespace", metadata=metadata, opts=k8s_opts)
-        account = analyst_service_account(namespace)
+        account = analyst_service_account(settings.namespace)
         service_account = k8s.core.v1.ServiceAccount(
             f"{name}-analyst",
             metadata=account["metadata"],
