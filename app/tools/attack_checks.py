@@ -23,6 +23,7 @@ from app.core.results import as_mapping, listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER, MAX_OUTPUT_FILE_BYTES
+from app.core.tool_environment import SEARCH_PATH
 from app.tools import catalogue as c
 from app.tools.attacks import (
     ATTACKS,
@@ -38,7 +39,6 @@ from app.tools.attacks import (
     describe,
 )
 from app.tools.controls import host_control
-from app.tools.execution import SYSTEM_PATH
 from app.tools.layer import ToolRunner
 from app.tools.seccomp import resolve_syscall
 
@@ -89,7 +89,7 @@ def targets(run: Run) -> Iterator[Targets]:
         victim = subprocess.Popen(
             [INTERPRETER, "-c", "import sys; sys.stdin.buffer.read()"],
             stdin=subprocess.PIPE,
-            env={"PATH": SYSTEM_PATH, "ANALYST_VICTIM": "a process outside any sandbox"},
+            env={"PATH": SEARCH_PATH, "ANALYST_VICTIM": "a process outside any sandbox"},
             cwd="/",
             **run.tool.process_identity(),
         )

@@ -10,17 +10,13 @@ from collections.abc import Sequence
 
 from app.core.results import ToolResult
 from app.core.run_tree import RunPaths, ToolIdentity
-from app.tools.execution import SYSTEM_PATH, exec_as_tool, worker_command
+from app.core.tool_environment import tool_environment
+from app.tools.execution import exec_as_tool, worker_command
 
 
 def control_environment(paths: RunPaths) -> dict[str, str]:
-    """What the control starts with: enough to import the staged worker, nothing inherited."""
-    return {
-        "PATH": SYSTEM_PATH,
-        "LANG": "C.UTF-8",
-        "PYTHONPATH": str(paths.code),
-        "PYTHONDONTWRITEBYTECODE": "1",
-    }
+    """What the control starts with: a tool's environment, nothing inherited."""
+    return tool_environment(str(paths.code))
 
 
 def run_unconfined(

@@ -24,8 +24,6 @@ from app.tools.channel import Channel, failure
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS: Final = 60
-# The only search path a tool process (and bwrap itself) is given.
-SYSTEM_PATH: Final = "/usr/bin:/bin"
 
 
 class ToolStarts:

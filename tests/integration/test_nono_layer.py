@@ -108,8 +108,8 @@ def test_a_writer_draft_over_the_limit_is_answered_413_through_its_proxy_every_t
 def test_the_role_holds_a_placeholder_not_the_real_key(bench: Bench, layer: NonoLayer) -> None:
     measured = layer.run_tool("reader", "credential-digest").data
     assert measured["present"] is True and measured["non_empty"] is True
-    assert measured["digest"] == layer.credential_digest(layer.proxies.placeholder("reader"))
-    assert measured["digest"] != layer.credential_digest(bench.real_key)
+    assert measured["digest"] == layer.digests.digest(layer.proxies.placeholder("reader"))
+    assert measured["digest"] != layer.digests.digest(bench.real_key)
     assert layer.proxies.placeholder("reader") != bench.real_key
 
 

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 
 from app.core.roles import Role
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES, WORKER_COMMAND
+from app.core.tool_environment import tool_environment
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -30,15 +31,13 @@ SCRATCH_MOUNT = "/tmp"
 SCRATCH_BYTES = 16 * 1024 * 1024
 SCRATCH_MODE = 0o700
 
-# The whole environment a tool process starts with; --clearenv drops everything else.
+# The whole environment a tool process starts with; --clearenv drops everything else: every
+# layer's tool environment, with the code where the sandbox mounts it, and a HOME, its own /tmp.
+_TOOL_ENVIRONMENT = tool_environment(CODE_MOUNT)
 BASE_ENVIRONMENT: tuple[tuple[str, str], ...] = (
-    ("PATH", "/usr/bin"),
+    ("PATH", _TOOL_ENVIRONMENT["PATH"]),
     ("HOME", SCRATCH_MOUNT),
-    # A UTF-8 locale set explicitly, so Python does not coerce one (and add LC_CTYPE) itself.
-    ("LANG", "C.UTF-8"),
-    ("PYTHONPATH", CODE_MOUNT),
-    # /opt/analyst is read-only; do not even try to write bytecode there.
-    ("PYTHONDONTWRITEBYTECODE", "1"),
+    *((name, value) for name, value in _TOOL_ENVIRONMENT.items() if name != "PATH"),
 )
 # bwrap adds PWD itself, from --chdir.
 DERIVED_ENVIRONMENT: tuple[str, ...] = ("PWD",)

@@ -19,7 +19,7 @@ from typing import Final
 from app.core.errors import LayerUnavailable
 from app.core.results import ToolRunError
 from app.core.run_tree import ToolIdentity
-from app.tools.execution import SYSTEM_PATH
+from app.core.tool_environment import LOCALE, SEARCH_PATH
 from app.tools.prerequisites import (
     Finding,
     Prerequisite,
@@ -51,7 +51,7 @@ USERNS_SWITCHES: Final = (
 )
 # What bwrap itself needs in its environment; the controller's own (AWS, keys) never
 # reaches even bwrap, quite apart from --clearenv.
-BWRAP_ENVIRONMENT: Final = {"PATH": SYSTEM_PATH, "LANG": "C.UTF-8"}
+BWRAP_ENVIRONMENT: Final = {"PATH": SEARCH_PATH, "LANG": LOCALE}
 PROBE_TIMEOUT_SECONDS: Final = 10
 
 # The two probes: the tool's namespaces, then a procfs in its pid namespace. A minimal root of

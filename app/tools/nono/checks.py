@@ -160,7 +160,7 @@ class NonoChecks(LayerChecks):
         checks, layer = self.checks, self.layer
         checks.begin(c.CREDENTIALS)
         online: tuple[Role, ...] = c.ONLINE_ROLES
-        real_digest = layer.credential_digest(self.run.supplier.key_file.read_bytes().strip())
+        real_digest = layer.digests.digest(self.run.supplier.key_file.read_bytes().strip())
         seen: dict[Role, str] = {}
         for role in online:
             measured = layer.run_tool(role, "credential-digest").data
@@ -170,7 +170,7 @@ class NonoChecks(LayerChecks):
                 detail=f"present {measured.get('present')}, non-empty {measured.get('non_empty')}",
             )
             digest = str(measured["digest"])
-            issued = layer.credential_digest(layer.proxies.placeholder(role))
+            issued = layer.digests.digest(layer.proxies.placeholder(role))
             checks.require(
                 c.PLACEHOLDER(role=role),
                 digest == issued and digest != real_digest,

@@ -7,13 +7,9 @@ from disk, so the profile the checks compare is the one the role actually ran un
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import secrets
-import threading
 from collections.abc import Sequence
-from concurrent.futures import Future
 from contextlib import nullcontext, suppress
 from pathlib import Path
 from typing import Any, Final
@@ -26,11 +22,13 @@ from app.core.results import Errno, ToolKilled, ToolOutputRefused, ToolResult, T
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
-from app.tools.execution import SYSTEM_PATH, TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
+from app.core.tool_environment import tool_environment
+from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.channel import NONO_WORKER_COMMAND, exec_on_channel
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.deadline import ToolDeadline, held_here
+from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading, read_while_held
 from app.tools.nono.policy import (
     COMMITTED_DIR,
@@ -49,7 +47,6 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
-from app.tools.worker.credentials import DIGEST_ITERATIONS
 from app.tools.worker.prologue import FILTER_OPTION
 
 # nono-py's own default, which a profile without an enforcement mode gets.
@@ -91,17 +88,10 @@ class NonoLayer(ConfinementLayer):
             supplier_host=urlsplit(run.supplier.url).netloc,
             case_id=run.case.case_id,
         )
-        # Per run, held only here and in the online roles' environments: the salt of the
-        # credential comparison, so a digest from one run says nothing about another.
-        self._digest_key = secrets.token_hex(32)
+        self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
         self._request_ids = 0
         self._written = False
-        # Each secret's digest, computed once: the credential checks and the secret scan ask for
-        # the same ones, and each costs a PBKDF2. Keyed by the secret's SHA-256, so the map
-        # holds no secret itself; a digest still being computed is waited for.
-        self._digests: dict[bytes, Future[str]] = {}
-        self._digesting = threading.Lock()
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
         self.time_limit_seconds: float = TOOL_TIMEOUT_SECONDS
@@ -205,11 +195,8 @@ class NonoLayer(ConfinementLayer):
     def _controller_values(self) -> dict[str, str]:
         """The only values a role's kept variables can have: set here, never inherited."""
         return {
-            "PATH": SYSTEM_PATH,
-            "LANG": "C.UTF-8",
-            "PYTHONPATH": str(self.run.paths.code),
-            "PYTHONDONTWRITEBYTECODE": "1",
-            DIGEST_KEY_VARIABLE: self._digest_key,
+            **tool_environment(str(self.run.paths.code)),
+            DIGEST_KEY_VARIABLE: self.digests.key,
         }
 
     def _environment(self, role: Role, profile: dict[str, Any]) -> list[tuple[str, str]]:
@@ -359,48 +346,22 @@ class NonoLayer(ConfinementLayer):
 
     # --- the credential comparison ------------------------------------------------------------
 
-    def credential_digest(self, secret: bytes) -> str:
-        """The same PBKDF2 the role's probe computes, under the same per-run key."""
-        return self._digest(secret).result()
-
     def prefetch_credential_digests(self) -> None:
         """Starts computing the digests the credential checks will ask for: the real key's and
-        each issued placeholder's. PBKDF2 lets other threads run, so they are computed while
-        the checks before them wait for their tool processes."""
+        each issued placeholder's (digests.py)."""
         secrets = [self.run.supplier.key_file.read_bytes().strip()]
         secrets += [self.proxies.placeholder(role) for role in self.proxies.roles]
-        for secret in secrets:
-            threading.Thread(
-                target=self._digest, args=(secret,), name="digest", daemon=True
-            ).start()
+        self.digests.start(secrets)
         secrets.clear()
-
-    def _digest(self, secret: bytes) -> Future[str]:
-        seen = hashlib.sha256(secret).digest()
-        with self._digesting:
-            digest = self._digests.get(seen)
-            if digest is not None:
-                return digest
-            digest = self._digests[seen] = Future()
-        try:
-            digest.set_result(
-                hashlib.pbkdf2_hmac(
-                    "sha256", secret, self._digest_key.encode("utf-8"), DIGEST_ITERATIONS
-                ).hex()
-            )
-        except BaseException as error:  # handed to whoever asks for this digest
-            digest.set_exception(error)
-        return digest
 
     def secrets_to_scan(self, supplier_key: bytes) -> dict[str, bytes]:
         """Each placeholder this run issued, and the digests the credential checks computed."""
-        values = {"the real key's digest": self.credential_digest(supplier_key).encode("ascii")}
+        digest = self.digests.digest
+        values = {"the real key's digest": digest(supplier_key).encode("ascii")}
         for role in self.proxies.roles:
             placeholder = self.proxies.placeholder(role)
             values[f"the {role}'s placeholder"] = placeholder
-            values[f"the {role}'s placeholder digest"] = self.credential_digest(placeholder).encode(
-                "ascii"
-            )
+            values[f"the {role}'s placeholder digest"] = digest(placeholder).encode("ascii")
         return values
 
     # --- ConfinementLayer ---------------------------------------------------------------------

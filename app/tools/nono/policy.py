@@ -16,6 +16,7 @@ from typing import Any
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Role
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES
+from app.core.tool_environment import TOOL_VARIABLES
 from app.tools.nono.elements import without
 
 PROFILE_VERSION = "1.0.0"
@@ -28,7 +29,7 @@ SYSTEM_READ = ("/usr",)
 
 # The variables a role keeps, with values the controller sets (never copied from its own
 # environment). Online roles also keep the per-run digest key, for the credential comparison.
-BASE_VARIABLES = ("PATH", "LANG", "PYTHONPATH", "PYTHONDONTWRITEBYTECODE")
+BASE_VARIABLES = TOOL_VARIABLES
 DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"
 
 CREDENTIAL_NAME = "supplier"

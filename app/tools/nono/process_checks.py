@@ -121,8 +121,9 @@ class NonoProcessChecks:
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
         host_control(checks, c.BASELINE_CONTROL, nono_alone, expected, said=listing(nono_alone))
-        # Landlock alone cannot hold a proxy-only role to its proxy, so nono refuses that mode
-        # for the reader; the offline evaluator's blocked network it can.
+        # Under Landlock alone nono adds no filter of its own: what refuses io_uring_setup
+        # there is the baseline alone. Any role shows it (each role's network is Landlock's to
+        # hold); the claims name the offline evaluator.
         io_uring = kernel_call_args(["io_uring_setup"])
         landlock_alone = layer.run_confined(
             "evaluator",

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from app.core.results import ToolResult
 from app.core.roles import Role
 from app.tools.layer import ToolRunner
+from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading
 from app.tools.nono.policy import Omissions, ProfileValues, Widening
 from app.tools.nono.proxy import RoleProxies
@@ -22,6 +23,9 @@ class NonoRunner(ToolRunner, Protocol):
 
     @property
     def values(self) -> ProfileValues: ...
+
+    @property
+    def digests(self) -> CredentialDigests: ...
 
     @property
     def widening(self) -> Widening: ...
@@ -51,7 +55,5 @@ class NonoRunner(ToolRunner, Protocol):
     def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading: ...
 
     def next_request_id(self, role: Role) -> str: ...
-
-    def credential_digest(self, secret: bytes) -> str: ...
 
     def prefetch_credential_digests(self) -> None: ...
