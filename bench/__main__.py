@@ -92,20 +92,31 @@ def print_cases(count: int) -> None:
 
 def print_report_page(figures: dict[Layer, list[CaseFigures]]) -> None:
     """What report.html costs a run: its modules and Jinja2 imported and its templates compiled
-    in a thread beside the checks, then the render, in the run's last phase."""
+    in a thread beside the checks, then the render, in the run's last phase. The goal holds
+    for both shares: the render's of the case's wall time, and the CPU of both parts of the
+    case's CPU (the thread runs while the checks wait on tool processes, but on a busy machine
+    its CPU is taken from them)."""
     print("  report.html, median per layer: made ready in a thread beside the checks (its modules")
     print("  and Jinja2 imported, the templates compiled), then rendered in the last phase")
     for layer, cases in figures.items():
         ready = [case.run["templates_ready"] for case in cases]
         rows = [case.phase(REPORT_PAGE_PHASE) for case in cases]
-        share = statistics.median(
+        wall_share = statistics.median(
             row["wall_ms"] / 1000 / case.wall_s for row, case in zip(rows, cases, strict=True)
         )
+        cpu_shares = [
+            (made["cpu_ms"] + row["controller_cpu_ms"]) / 1000 / case.cpu_s
+            for made, row, case in zip(ready, rows, cases, strict=True)
+            if case.cpu_s
+        ]
+        cpu_share = statistics.median(cpu_shares) if cpu_shares else None
+        cpu_text = "CPU share n/a" if cpu_share is None else f"{cpu_share:4.1%} of its CPU"
+        worst = max(wall_share, cpu_share or 0.0)
         print(
             f"  {layer:<11} ready {_median(ready, 'wall_ms'):4.0f} ms wall, "
             f"{_median(ready, 'cpu_ms'):3.0f} ms CPU; rendered {_median(rows, 'wall_ms'):4.0f} ms "
-            f"wall, {_median(rows, 'controller_cpu_ms'):3.0f} ms CPU: {share:4.1%} of the case"
-            f"   goal <= {REPORT_SHARE:.0%}: {_verdict(share, REPORT_SHARE)}"
+            f"wall, {_median(rows, 'controller_cpu_ms'):3.0f} ms CPU: {wall_share:4.1%} of the "
+            f"case's wall, {cpu_text}   goal <= {REPORT_SHARE:.0%}: {_verdict(worst, REPORT_SHARE)}"
         )
 
 
