@@ -20,6 +20,12 @@ class ToolRunError(RunStopped):
     """The tool process did not produce a result: start-up failure, timeout or crash."""
 
 
+class ToolStartFailed(ToolRunError):
+    """The launcher's own call to start the tool process failed (an exec refused, nono-py
+    raising before the tool ran): the controller's finding, before any of the tool's code
+    ran, so the one a preflight may read as a missing piece of the machine."""
+
+
 class ToolOutputRefused(ToolRunError):
     """What came back from a tool process broke the channel's bounds (more output than any
     result, or output held open by something it left behind): the controller stopped it, and
@@ -122,31 +128,34 @@ class ToolResult:
         return dict(as_mapping(self.data.get("answers", {})))
 
     @classmethod
-    def from_line(cls, payload: str) -> ToolResult:
-        """Parses the worker's result line (without its prefix); raises ToolRunError if bad."""
+    def from_line(cls, payload: str, *, who: str) -> ToolResult:
+        """Parses the result line (without its prefix) that ``who`` printed; raises
+        ToolRunError naming ``who`` if it is not a usable one."""
         try:
             document = json.loads(payload)
         # A (hostile) tool's line nested thousands deep exhausts the parser's recursion.
         except (ValueError, RecursionError) as error:
-            raise ToolRunError(f"the tool's result line is not usable JSON: {error}") from error
+            raise ToolRunError(
+                f"{who} printed a result line that is not usable JSON: {error}"
+            ) from error
         if not isinstance(document, dict):
-            raise ToolRunError("the tool's result line is not a JSON object")
+            raise ToolRunError(f"{who} printed a result line that is not a JSON object")
         fields = dict(document)
         try:
             action, ok, errno = fields.pop("action"), fields.pop("ok"), fields.pop("errno")
         except KeyError as missing:
-            raise ToolRunError(f"the tool's result lacks {missing}") from None
+            raise ToolRunError(f"{who} printed a result that lacks {missing}") from None
         peak = fields.pop("peak_rss_kib", None)
         if not isinstance(action, str) or not isinstance(ok, bool):
-            raise ToolRunError(f"the tool's result has a malformed action or ok: {action!r}")
+            raise ToolRunError(f"{who} printed a result with a malformed action or ok: {action!r}")
         if ok != (errno is None):
-            raise ToolRunError(f"the tool's result says ok={ok} with errno {errno!r}")
+            raise ToolRunError(f"{who} printed a result that says ok={ok} with errno {errno!r}")
         known: Errno | None = None
         if errno is not None:
             try:
                 known = Errno(errno)
             except ValueError:
-                raise ToolRunError(f"the tool reported an unknown errno {errno!r}") from None
+                raise ToolRunError(f"{who} reported an unknown errno {errno!r}") from None
         return cls(action, ok, known, fields, peak if isinstance(peak, int) else None)
 
 

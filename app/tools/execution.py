@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
-from app.core.results import ToolKilled, ToolResult, ToolRunError
+from app.core.results import ToolKilled, ToolResult, ToolRunError, ToolStartFailed
 from app.core.run_tree import WORKER_COMMAND, ToolIdentity
 from app.tools.channel import Channel, failure
 from app.tools.worker.protocol import RESULT_PREFIX
@@ -79,7 +79,7 @@ def parse_output(output: bytes, returncode: int, *, who: str) -> ToolResult:
                 "something outside the run ended it (a kill, the OOM killer); run again",
             )
         raise ToolRunError(f"{who} exited {returncode} with {len(results)} result lines" + said)
-    return ToolResult.from_line(results[0])
+    return ToolResult.from_line(results[0], who=who)
 
 
 def exec_as_tool(
@@ -104,6 +104,7 @@ def exec_as_tool(
         process = spawn_as_tool(
             argv,
             tool=tool,
+            who=who,
             env=env,
             pass_fds=pass_fds,
             executable=executable,
@@ -134,13 +135,15 @@ def spawn_as_tool(
     argv: Sequence[str],
     *,
     tool: ToolIdentity,
+    who: str,
     env: Mapping[str, str],
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
     output: int | None = None,
 ) -> subprocess.Popen[bytes]:
     """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open.
-    Its stdout and stderr go to ``output`` (a channel's write end), or to pipes of its own."""
+    Its stdout and stderr go to ``output`` (a channel's write end), or to pipes of its own.
+    An exec that fails is the launcher's own finding (ToolStartFailed), naming ``who``."""
     TOOL_STARTS.add()
     try:
         return subprocess.Popen(
@@ -155,7 +158,7 @@ def spawn_as_tool(
             **tool.process_identity(),
         )
     except OSError as error:
-        raise ToolRunError(f"tool process could not start: {error}") from error
+        raise ToolStartFailed(f"{who} could not start: {error}") from error
 
 
 def make_release_fifo(directory: Path, name: str) -> Path:
@@ -166,11 +169,12 @@ def make_release_fifo(directory: Path, name: str) -> Path:
     return path
 
 
-def open_when_held(fifo: Path, finished: Callable[[], bool]) -> int:
+def open_when_held(fifo: Path, finished: Callable[[], bool], *, who: str) -> int:
     """Waits until a tool holds ``fifo`` open for reading; returns the controller's write end.
 
     Opening the writing end without blocking fails with ENXIO until a reader is there. The
-    wait ends early, with ToolRunError, if the tool finished without ever holding it. It tries
+    wait ends early, with ToolRunError naming ``who``, if the tool finished without ever
+    holding it. It tries
     every 2 ms: a tool holds the FIFO some 15 ms after it starts, and each try is one open(2).
     """
     deadline = time.monotonic() + TOOL_TIMEOUT_SECONDS
@@ -181,9 +185,9 @@ def open_when_held(fifo: Path, finished: Callable[[], bool]) -> int:
             if error.errno != errno.ENXIO:
                 raise
         if finished():
-            raise ToolRunError(f"the tool process ended before it held {fifo.name}")
+            raise ToolRunError(f"{who} ended before it held {fifo.name}")
         if time.monotonic() > deadline:
-            raise ToolRunError(f"the tool process did not hold {fifo.name} within the timeout")
+            raise ToolRunError(f"{who} did not hold {fifo.name} within the timeout")
         time.sleep(0.002)
 
 

@@ -7,7 +7,7 @@ import signal
 import pytest
 
 from app.core.errors import LayerUnavailable, RunStopped
-from app.core.results import ToolKilled, ToolRunError
+from app.core.results import ToolKilled, ToolRunError, ToolStartFailed
 from app.tools.bubblewrap.preflight import start_failure
 from app.tools.execution import parse_output, signal_of
 from app.tools.worker.protocol import RESULT_PREFIX
@@ -39,11 +39,17 @@ def test_a_killed_tool_is_a_stopped_run_not_a_missing_layer() -> None:
     assert isinstance(e.value, RunStopped) and e.value.exit_code == 1
 
 
-def test_a_tool_that_fails_on_its_own_is_still_a_failure_to_run() -> None:
+def test_a_tool_that_fails_on_its_own_is_a_failure_to_run_never_a_start_failure() -> None:
+    """Whatever it prints, even bwrap's words: only the launcher's own exec failing
+    (ToolStartFailed) is read as a missing piece of the machine."""
     with pytest.raises(ToolRunError) as e:
         parse_output(b"bwrap: Creating new namespace failed", 1, who="the reader's tool process")
-    assert not isinstance(e.value, ToolKilled)
-    assert isinstance(start_failure(e.value), LayerUnavailable)
+    assert not isinstance(e.value, ToolKilled | ToolStartFailed)
+    assert str(e.value) == (
+        "the reader's tool process exited 1 with 0 result lines: "
+        "bwrap: Creating new namespace failed"
+    )
+    assert isinstance(start_failure(ToolStartFailed("could not start")), LayerUnavailable)
 
 
 def test_a_result_line_is_a_result() -> None:

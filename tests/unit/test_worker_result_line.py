@@ -74,7 +74,7 @@ def _read_back(capsys: pytest.CaptureFixture[str], value: Any) -> Any:
     emit("probe", ok(value=value))
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(RESULT_PREFIX)
-    parsed = ToolResult.from_line(line[len(RESULT_PREFIX) :])
+    parsed = ToolResult.from_line(line[len(RESULT_PREFIX) :], who="the reader's tool process")
     assert parsed.action == "probe" and parsed.ok
     return parsed.data["value"]
 

@@ -11,7 +11,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from app.core.repo import POLICIES_DIR
-from app.core.results import Errno, ToolKilled, ToolOutputRefused, ToolResult, ToolRunError
+from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.tools.bubblewrap.accounting import CODE_PLACEHOLDER, RUN_PLACEHOLDER
@@ -103,14 +103,16 @@ class BubblewrapLayer(ConfinementLayer):
             # The machine's part only: one tool process started under the shipped vector. What
             # this run's own vector does is for the checks to show, each on its own line.
             self.run_confined("reader", "proc-status", [], shipped=True, purpose="preflight")
-        except (ToolKilled, ToolOutputRefused):
-            # Killed from outside, or its output broke the channel's bounds: the run stops
-            # (exit 1); bwrap did start, nothing is missing.
-            self._readings = None
-            raise
-        except ToolRunError as error:
+        except ToolStartFailed as error:
+            # The controller could not exec bwrap: a piece of the machine (exit 3).
             self._readings = None
             raise start_failure(error) from error
+        except ToolRunError:
+            # bwrap started, and the prerequisites' own probes showed it makes the tool's
+            # namespaces and procfs here: how the process then ended (killed, flooding, no
+            # result, an exit of its own) is the tool's, untrusted: the run stops (exit 1).
+            self._readings = None
+            raise
 
     # --- running ------------------------------------------------------------------------------
 
@@ -196,11 +198,14 @@ class BubblewrapLayer(ConfinementLayer):
                 process = spawn_as_tool(
                     argv,
                     tool=self.run.tool,
+                    who=f"the {role}'s tool process",
                     env=BWRAP_ENVIRONMENT,
                     pass_fds=fds,
                     executable=self.readings.path,
                 )
-            return observe_orphan(process, fifo, wait_for_death=wait_for_death)
+            return observe_orphan(
+                process, fifo, who=f"the {role}'s tool process", wait_for_death=wait_for_death
+            )
         finally:
             fifo.unlink()
 

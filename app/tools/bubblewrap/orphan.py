@@ -57,7 +57,9 @@ def _read_until_eof(stream: int, deadline: float) -> tuple[bytes, bool]:
     return b"".join(chunks), False
 
 
-def observe_orphan(process: subprocess.Popen[bytes], fifo: Path, *, wait_for_death: bool) -> Orphan:
+def observe_orphan(
+    process: subprocess.Popen[bytes], fifo: Path, *, who: str, wait_for_death: bool
+) -> Orphan:
     """Kills ``process`` (bwrap) once its tool holds ``fifo``, then looks at the tool.
 
     With ``wait_for_death`` the controller waits for the sandbox's output to close before it
@@ -65,7 +67,7 @@ def observe_orphan(process: subprocess.Popen[bytes], fifo: Path, *, wait_for_dea
     at once whether the tool still holds the FIFO (nothing else would end it) and releases it.
     """
     assert process.stdout is not None and process.stderr is not None
-    writer = open_when_held(fifo, lambda: process.poll() is not None)
+    writer = open_when_held(fifo, lambda: process.poll() is not None, who=who)
     output = b""
     try:
         process.kill()

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Final
 
 from app.core.errors import LayerUnavailable
-from app.core.results import ToolRunError
+from app.core.results import ToolStartFailed
 from app.core.run_tree import ToolIdentity
 from app.core.tool_environment import LOCALE, SEARCH_PATH
 from app.tools.prerequisites import (
@@ -292,6 +292,7 @@ def _output(argv: list[str]) -> str:
     return (completed.stdout + completed.stderr).decode("utf-8", "replace")
 
 
-def start_failure(error: ToolRunError) -> LayerUnavailable:
-    """Every prerequisite held and still the first tool process did not start."""
-    return LayerUnavailable(f"bwrap could not start a tool process; bwrap's own words: {error}")
+def start_failure(error: ToolStartFailed) -> LayerUnavailable:
+    """Every prerequisite held and still the controller could not exec bwrap for the first
+    tool process."""
+    return LayerUnavailable(f"bwrap could not be started: {error}", "reinstall bubblewrap")

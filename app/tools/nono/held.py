@@ -52,7 +52,7 @@ def read_while_held(fifo: Path, *, who: str, pid_file: str, start: Starter) -> H
     thread = threading.Thread(target=run, name="held-tool", daemon=True)
     thread.start()
     try:
-        writer = open_when_held(fifo, lambda: not thread.is_alive())
+        writer = open_when_held(fifo, lambda: not thread.is_alive(), who=who)
         try:
             # The role wrote its pid before it opened the FIFO, so it is there now, and the
             # process is alive (it holds the FIFO): the pid is its own, not a reused one.
@@ -82,5 +82,5 @@ def read_while_held(fifo: Path, *, who: str, pid_file: str, start: Starter) -> H
         raise error
     exit_ = outcome.get("exit")
     if not isinstance(exit_, tuple):
-        raise ToolRunError("the held tool process did not finish once released")
+        raise ToolRunError(f"{who} did not finish once released")
     return HeldReading(pid, status, command, parse_output(*exit_, who=who))

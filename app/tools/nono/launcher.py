@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import nono_py
 
-from app.core.errors import LayerUnavailable
-from app.core.results import Errno, ToolKilled, ToolOutputRefused, ToolResult, ToolRunError
+from app.core.errors import LayerUnavailable, RunStopped
+from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
@@ -296,7 +296,9 @@ class NonoLayer(ConfinementLayer):
                 time_limit=limit,
             )
         except (RuntimeError, ValueError, OSError) as error:
-            raise ToolRunError(f"nono could not start the {role} ({command}): {error}") from error
+            raise ToolStartFailed(
+                f"nono could not start the {role} ({command}): {error}"
+            ) from error
         finally:
             self.proxies.drain(role)
         # The worker itself never exits 124: that is nono-py's status for its own timeout.
@@ -383,14 +385,16 @@ class NonoLayer(ConfinementLayer):
             outcome = self.run_confined(
                 "evaluator", "env-names", [], shipped=True, purpose="preflight"
             )
-        except (ToolKilled, ToolOutputRefused):
-            # Killed from outside, or its output broke the channel's bounds: the run stops
-            # (exit 1); nono did start it.
-            raise
-        except ToolRunError as error:
+        except ToolStartFailed as error:
+            # nono-py itself raised before the tool ran: a piece of the machine (exit 3).
             raise LayerUnavailable(f"nono could not start a tool process here: {error}") from error
+        # Any other end (killed, flooding, no result, an exit of its own) came after nono
+        # started the tool: it is the tool's, untrusted, and the run stops (exit 1).
         if not outcome.ok:
-            raise LayerUnavailable(f"the first nono tool process failed: {outcome.observed}")
+            raise RunStopped(
+                f"the evaluator's tool process reported its preflight action failing "
+                f"({outcome.observed}), which the worker's never does"
+            )
 
     def evidence(self) -> dict[str, Any]:
         return {
