@@ -21,7 +21,7 @@ from app.controller.guest_comparison import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, say, stop_on_signals
-from app.controller.standard_streams import guarded_streams, refuse_closed_output
+from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, LayerUnavailable
@@ -250,6 +250,8 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
     )
     try:
         outcome = run_case(options)
+    except OutputLost as lost:
+        _fatal(lost.in_a_run())
     except AnalystError as error:
         _fatal(error)
     print_outcome(outcome, sys.stdout)
@@ -332,7 +334,12 @@ def main(argv: list[str] | None = None) -> int:
     with guarded_streams():
         try:
             refuse_closed_output()
-            args = _parser().parse_args(argv)
+            try:
+                args = _parser().parse_args(argv)
+            except SystemExit:
+                # --help prints, then exits 0: a help that could not be written is no success.
+                sys.stdout.flush()
+                raise
             with stop_on_signals():
                 code = _commands(args)
             # Said here, so that output a reader could not take is this command's failure.

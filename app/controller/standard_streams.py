@@ -31,7 +31,16 @@ closed_at_start: set[int] = set()
 
 
 class OutputLost(RunStopped):
-    """A standard stream can no longer be written; the run stopped and cleaned up."""
+    """A standard stream can no longer be written: the command stopped there (a run, after
+    cleaning up: see ``in_a_run``)."""
+
+    def in_a_run(self) -> OutputLost:
+        """The same stop, saying what a run did before it ended."""
+        return OutputLost(
+            f"{self.message}; the run stopped there",
+            f"its services were stopped and its secrets and unfinished files removed; "
+            f"{self.remedy}",
+        )
 
 
 class OutputClosed(BadInput):
@@ -87,9 +96,8 @@ class _GuardedFile(io.FileIO):
             if not self._report:
                 return size
             raise OutputLost(
-                f"{DESCRIPTORS[self.fileno()]} failed: {_reason(error)}; the run stopped there",
-                "its services were stopped and its secrets and unfinished files removed; send "
-                "the output where it can be written",
+                f"{DESCRIPTORS[self.fileno()]} failed: {_reason(error)}",
+                "send the output where it can be written",
             ) from None
 
 

@@ -118,6 +118,28 @@ def test_a_full_output_file_is_named_as_such(work_base: Path) -> None:
     _nothing_left(work_base)
 
 
+@pytest.mark.parametrize(
+    "args",
+    [["doctor", "--layer", "nono"], ["case", "check", "cases/rfp-001"], ["--help"]],
+    ids=["doctor", "case check", "--help"],
+)
+def test_a_full_output_file_fails_a_command_that_is_no_run_in_its_own_words(
+    args: list[str],
+) -> None:
+    """They said the run's services had stopped and its secrets were removed (no run began),
+    and --help exited 0 with nothing of its help written."""
+    with open("/dev/full", "w") as full:
+        ran = subprocess.run(
+            [*CONTROLLER, *args], cwd=REPO_ROOT, env=clean_env(), stdin=subprocess.DEVNULL,
+            stdout=full, stderr=subprocess.PIPE, text=True, timeout=120,
+        )  # fmt: skip
+    assert ran.returncode == 1, ran.stderr
+    assert ran.stderr.splitlines() == [
+        f"{LOST}the file it goes to is full (No space left on device); send the output where "
+        "it can be written"
+    ]
+
+
 # --- 15: an encoding that cannot show the text ------------------------------------------------
 
 
