@@ -4,6 +4,7 @@ Layout of one run, under a base directory outside any checkout (so a 0700 home d
 never hides the worker code or a role's files from the tool's uid):
 
     <base>/<run_id>/              0711, the controller's
+        code/analyst_loader.py    the launcher's first code in every tool process (its limits)
         code/analyst_worker/      the staged worker, read-only for everyone else
         secrets/                  local mode only: the supplier key and the AWS credentials,
                                   0750 root:<tool gid>, files 0440 (readable by an unconfined
@@ -35,6 +36,10 @@ UNPRIVILEGED_ID = 1000
 DEFAULT_LOCAL_BASE = Path("/var/tmp/analyst")
 WORKER_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "worker"
 WORKER_PACKAGE = "analyst_worker"
+# The launcher's first code in every tool process (app/tools/loader.py), staged beside the
+# worker's package and not in it.
+LOADER_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "loader.py"
+LOADER_MODULE = "analyst_loader"
 # The system interpreter: the worker is stdlib-only, so a tool process needs /usr and nothing
 # from a home directory (a non-root uid cannot read an interpreter under root's home).
 INTERPRETER = "/usr/bin/python3"
@@ -43,7 +48,12 @@ INTERPRETER = "/usr/bin/python3"
 # -c rather than -m: runpy, and the importlib and contextlib it loads, cost 2.5 ms of a start
 # that is otherwise some 10 ms. Both put the working directory first on sys.path, so each
 # layer starts the worker in a directory no role can write.
-WORKER_ENTRY: Final = f"from {WORKER_PACKAGE}.__main__ import run; run()"
+# The loader runs first (app/tools/loader.py): the limits are in force before the worker's
+# package is imported.
+WORKER_ENTRY: Final = (
+    f"import {LOADER_MODULE}; {LOADER_MODULE}.apply(); "
+    f"from {WORKER_PACKAGE}.__main__ import run; run()"
+)
 WORKER_COMMAND: Final = (INTERPRETER, "-S", "-c", WORKER_ENTRY)
 
 # The files each role may write. The controller creates them, empty, before any tool starts;
@@ -189,7 +199,8 @@ def _create_output(path: Path, tool: ToolIdentity) -> None:
 
 
 def stage_worker(code_dir: Path) -> Path:
-    """Copies the stdlib-only worker where the tool's uid can read it, whatever the checkout."""
+    """Copies the stdlib-only worker, and the loader that starts it, where the tool's uid can
+    read them, whatever the checkout; returns the worker's package."""
     target = code_dir / WORKER_PACKAGE
     target.mkdir(parents=True)
     # File by file rather than copytree, which gathers its errors into one without an errno:
@@ -202,6 +213,7 @@ def stage_worker(code_dir: Path) -> Path:
             (target / relative).mkdir()
         else:
             shutil.copyfile(source, target / relative)
+    shutil.copyfile(LOADER_SOURCE, code_dir / f"{LOADER_MODULE}.py")
     for path in [code_dir, *code_dir.rglob("*")]:
         mode = 0o755 if path.is_dir() else 0o644
         os.chmod(path, mode)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -22,13 +23,15 @@ from typing import Any
 from app.core.results import as_mapping, listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
-from app.core.run_tree import CHECK_FILE, INTERPRETER, MAX_OUTPUT_FILE_BYTES
+from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import SEARCH_PATH
 from app.tools import catalogue as c
 from app.tools.attacks import (
     ATTACKS,
     CONTROL_ANSWERS,
     HOST_FILE,
+    LIFTS,
+    LIMITS,
     OK,
     SYSCALL_PROBES,
     UDP4_TARGET,
@@ -126,7 +129,15 @@ def attack_parameters(run: Run, aim: Targets, out_dir: str, who: str) -> str:
             "shm_file": f"/dev/shm/analyst-{run.run_id}-{who}",
             "output_new": f"{out_dir}/{NEW_OUTPUT}",
             "output_file": f"{out_dir}/{CHECK_FILE}",
-            "file_limit": MAX_OUTPUT_FILE_BYTES,
+            "file_limit": LIMITS.file_bytes.value,
+            "limits": {
+                "address_space_bytes": LIMITS.address_space_bytes.value,
+                "open_files": LIMITS.open_files.value,
+            },
+            "lifts": {
+                probe: [getattr(resource, limit.rlimit), limit.value]
+                for probe, limit in LIFTS.items()
+            },
         },
         sort_keys=True,
     )
@@ -168,10 +179,10 @@ class AttackChecks:
                 )
                 for role in ROLES
             }
-        self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
-        for attack in ATTACKS:
-            self._control_line(attack, control)
-            self._attack_line(attack, seen)
+            self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
+            for attack in ATTACKS:
+                self._control_line(attack, control)
+                self._attack_line(attack, seen)
 
     def _control_line(self, attack: Attack, control: Any) -> None:
         tried = [probe for probe in attack.probes if probe in control]

@@ -14,13 +14,22 @@ from typing import Any
 
 from app.core.results import Errno
 from app.core.roles import ROLES, Role
+from app.core.tool_limits import ToolLimit, tool_limits
 from app.tools.seccomp import resolve_syscall
 
 HOST_FILE = "/etc/passwd"
+LIMITS = tool_limits()
+# Each limit's probe: setrlimit(2) to one past the launcher's value (app/tools/worker/probes.py).
+LIFTS: dict[str, ToolLimit] = {f"lift-{limit.rlimit[7:].lower()}": limit for limit in LIMITS.all()}
+LIFT_PROBES: tuple[str, ...] = tuple(LIFTS)
 # Addresses the controller's kernel routes. A UDP connect() only picks a route: nothing is sent.
 UDP4_TARGET = "192.0.2.1"  # TEST-NET-1
 UDP6_TARGET = "2001:db8::1"  # the IPv6 documentation prefix
 OK = "ok"
+
+
+def _mib(size: int) -> str:
+    return f"{size // (1024 * 1024)} MiB"
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,24 @@ ATTACKS: tuple[Attack, ...] = (
         "past 1 MiB",
         ("output-create", "output-past-limit"),
     ),
+    Attack(
+        "address-space",
+        f"map more than its address-space limit ({_mib(LIMITS.address_space_bytes.value)}) "
+        "allows: one mapping of that size, beside what it maps already",
+        ("address-space",),
+    ),
+    Attack(
+        "open-files",
+        f"hold more than {LIMITS.open_files.value} descriptors at once",
+        ("open-files",),
+    ),
+    Attack(
+        "limits",
+        "lift a limit the launcher set above its value, soft and hard: address space, CPU "
+        f"time ({LIMITS.cpu_seconds.value} s), file size, open files, processes "
+        f"({LIMITS.processes.value}: none beside itself)",
+        LIFT_PROBES,
+    ),
 )
 PROBES: tuple[str, ...] = tuple(probe for attack in ATTACKS for probe in attack.probes)
 # The raw syscalls among the probes, which the controller numbers for the worker.
@@ -142,6 +169,33 @@ CONTROL_ANSWERS: dict[str, str] = {
     "shm-file": OK,
     "output-create": OK,
     "output-past-limit": OK,
+    "address-space": OK,
+    "open-files": OK,
+    **{probe: OK for probe in LIFT_PROBES},
+}
+
+# What either layer answers to the limits' probes: the kernel's, for limits the launcher's
+# loader sets the same way under both (app/tools/loader.py).
+LIMIT_REASONS: dict[str, str] = {
+    "address-space": "the loader's RLIMIT_AS",
+    "open-files": "the loader's RLIMIT_NOFILE",
+    "limits": "each is the loader's hard limit, which only CAP_SYS_RESOURCE may raise",
+}
+LIMIT_ERRNOS: dict[str, Errno] = {
+    "address-space": Errno.ENOMEM,
+    "open-files": Errno.EMFILE,
+    **{probe: Errno.EPERM for probe in LIFT_PROBES},
+}
+
+# The attack whose check fails first when a limit is left out of a role's policy: each limit's
+# own refusal, or, where the kernel's refusal needs more than a moment (CPU time) or the baseline
+# answers first (a new process: EPERM), the refusal to lift it.
+LIMIT_WATCHERS: dict[str, tuple[str, str]] = {
+    "address_space_bytes": ("address-space", "a mapping of the limit's size more succeeds"),
+    "cpu_seconds": ("limits", "its CPU-time limit can be set one second higher"),
+    "file_bytes": ("disk", "a file grows past 1 MiB"),
+    "open_files": ("open-files", "it holds that many more descriptors"),
+    "processes": ("limits", "its process limit can be set to 2"),
 }
 
 # Syscalls the baseline refuses that the filter checks of both layers sample, with what the

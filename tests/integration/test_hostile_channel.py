@@ -1,8 +1,9 @@
 """The channel back from a tool process, attacked by a hostile worker (support/hostile.py) in
-real runs of either layer: a flood of output, and output held open after the tool has ended.
+real runs of either layer: a flood of output, and a process left behind to hold it open.
 
 Each attack ends the run at once with exit 1 and one line naming the process, the controller
-holding no more than the channel's bound of what it sent, and no secret left on disk.
+holding no more than the channel's bound of what it sent, nothing left running and no secret
+left on disk.
 """
 
 from __future__ import annotations
@@ -50,8 +51,8 @@ def kill_left(run: HostileRun) -> list[str]:
 
 
 def outlived(left: list[str]) -> None:
-    """The channel's part is shown (the run stopped); that nothing of the tool outlives it is
-    the launcher's, which does not yet bound the processes a tool starts: marked, not passed."""
+    """The channel's part is shown (the run stopped); the control still runs the staged code
+    with no limit set on it, so what it leaves behind may outlive the run: marked, not passed."""
     if left:
         pids = ", ".join(entry.split(":", 1)[0] for entry in left)
         pytest.xfail(f"a process the tool left in a session of its own outlived the run: {pids}")
@@ -67,6 +68,24 @@ def test_an_endless_result_line_stops_the_run_at_the_bound(layer: str, work_base
 
 
 @pytest.mark.parametrize("layer", LAYERS)
+def test_a_role_cannot_leave_a_process_behind_to_hold_its_output(
+    layer: str, work_base: Path
+) -> None:
+    """Under nono the baseline filter was once the worker's own code to install: a role forked
+    a process into a session of its own, which outlived the run holding its output. Each layer
+    has it in force before the worker's first instruction now (bwrap passes it before exec,
+    the loader loads it under nono), beside the process limit of 1: the role's fork is refused
+    (EPERM), its worker crashes, the run stops naming it, and nothing is left running."""
+    run = run_hostile(work_base, layer, [Step("hold-output", role="evaluator", action="evaluate")])
+    assert kill_left(run) == []
+    stop = the_stop(run)
+    assert stop.startswith(
+        "error (run stopped): the evaluator's tool process exited 1 with 0 result lines:"
+    ), stop
+    assert stop.endswith("PermissionError: [Errno 1] Operation not permitted"), stop
+
+
+@pytest.mark.parametrize("layer", LAYERS)
 def test_a_flood_of_stderr_from_the_control_stops_the_run_at_the_bound(
     layer: str, work_base: Path
 ) -> None:
@@ -74,32 +93,6 @@ def test_a_flood_of_stderr_from_the_control_stops_the_run_at_the_bound(
         work_base, layer, [Step("flood-stderr", role="control", action="attack-surface")]
     )
     assert the_stop(run) == f"error (run stopped): the unconfined control {FLOODED}"
-    assert kill_left(run) == []
-
-
-def test_output_held_open_by_what_a_nono_role_left_behind_stops_the_run(work_base: Path) -> None:
-    """Without the baseline filter the worker's prologue would install, a nono role can fork
-    a process into a session of its own, which holds its output after it ends: the run stops
-    one second after the role's end, not at the time limit nor never."""
-    run = run_hostile(work_base, "nono", [Step("hold-output", role="evaluator", action="evaluate")])
-    left = kill_left(run)
-    assert the_stop(run) == f"error (run stopped): the evaluator's tool process {HELD}"
-    outlived(left)
-
-
-def test_a_bubblewrap_role_cannot_leave_a_process_behind_to_hold_its_output(
-    work_base: Path,
-) -> None:
-    """bwrap passes the baseline filter before exec: the role's fork is refused (EPERM), its
-    worker crashes, and the run stops naming it."""
-    run = run_hostile(
-        work_base, "bubblewrap", [Step("hold-output", role="evaluator", action="evaluate")]
-    )
-    stop = the_stop(run)
-    assert stop.startswith(
-        "error (run stopped): the evaluator's tool process exited 1 with 0 result lines:"
-    ), stop
-    assert stop.endswith("PermissionError: [Errno 1] Operation not permitted"), stop
     assert kill_left(run) == []
 
 

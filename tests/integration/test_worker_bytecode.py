@@ -50,7 +50,7 @@ def test_a_tool_process_loads_the_compiled_worker(work_base: Path) -> None:
     assert {Path(path).name.split(".")[0] for path in loaded} == {
         "__init__",
         "__main__",
-        "prologue",
+        "analyst_loader",
         "protocol",
         "business",
     }

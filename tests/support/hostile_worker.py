@@ -1,10 +1,10 @@
 """A hostile tool process for the tests, staged as the worker package's ``__init__``: the first of
-the worker's code that any tool process runs, before the worker's prologue has set one limit.
+the worker's code that any tool process runs, after nothing but the launcher's loader.
 
 Test-only, standard library only: it runs on the system interpreter inside each layer's
 sandbox, and as the unconfined control. It reads its plan (``hostile_plan.json``, staged beside
-it by support/hostile.py), works out which process it is (a role, or the control), and does
-the attack of the first step that names that process and its action. An attack either ends the
+it by support/hostile.py), works out which process it is (a role, or the control), and does the
+attack of the first step that names that process and its action. An attack either ends the
 process and never returns, or returns, and the genuine worker then runs the action as always.
 """
 
@@ -49,7 +49,7 @@ def whoami() -> str:
 
 
 def action_of(argv: list[str]) -> str:
-    """The action on the worker's command line, after the prologue's options."""
+    """The action on the worker's command line, after the loader's options."""
     rest = list(argv)
     while rest[:1] and rest[0].startswith("--"):
         rest = rest[2:]
@@ -172,7 +172,7 @@ def answer(args: dict[str, Any]) -> None:
 
 
 def report(args: dict[str, Any]) -> None:
-    """Shows that this code ran, where, and before the prologue: exits 3 saying so."""
+    """Shows that this code ran, where, and under which file size limit: exits 3 saying so."""
     soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
     said = f"hostile worker ran as {whoami()} for {action_of(sys.argv[1:])}: RLIMIT_FSIZE {soft}"
     os.write(2, said.encode() + b"\n")
@@ -298,6 +298,121 @@ def forge_draft(args: dict[str, Any]) -> None:
     os._exit(0)
 
 
+def _errno_of(call: Callable[[], object]) -> str:
+    import errno
+
+    try:
+        call()
+    except OSError as error:
+        return errno.errorcode.get(error.errno or 0, str(error.errno))
+    except (MemoryError, RuntimeError) as error:  # Python's words for ENOMEM, and for a
+        return type(error).__name__  # thread the kernel would not start
+    return "ok"
+
+
+def _raw(number: int, *values: int) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    ctypes.set_errno(0)
+    words = [ctypes.c_long(value) for value in values]
+    if libc.syscall(ctypes.c_long(number), *words) == -1:
+        number = ctypes.get_errno()
+        raise OSError(number, os.strerror(number))
+
+
+def _daemon() -> None:
+    """A process in a session of its own that keeps this one's stdout and stderr for 10 min."""
+    if os.fork() == 0:
+        os.setsid()
+        time.sleep(600)
+        os._exit(0)
+
+
+def _write_output(size: int) -> str:
+    """Writes ``size`` bytes to this role's check.txt, 64 KiB at a time; how far it got."""
+    if __file__.startswith(BWRAP_CODE):
+        path = "/output/check.txt"
+    else:
+        path = os.path.join(run_dir(), whoami(), "out", "check.txt")
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    written, block = 0, b"x" * BLOCK
+    try:
+        while written < size:
+            written += os.write(fd, block[: size - written])
+    except OSError as error:
+        import errno
+
+        return f"{errno.errorcode.get(error.errno or 0)} after {written} bytes"
+    finally:
+        os.close(fd)
+    return f"ok: {written} bytes"
+
+
+def _host_top() -> str:
+    """The run's top directory on the host: under bwrap, found through the code directory's
+    mount (its source, in /proc/self/mountinfo), as an attacker would find it."""
+    if not __file__.startswith(BWRAP_CODE):
+        return os.path.dirname(run_dir())
+    with open("/proc/self/mountinfo", encoding="utf-8") as mounts:
+        for line in mounts:
+            fields = line.split()
+            if fields[4] == BWRAP_CODE.rstrip("/"):
+                return os.path.dirname(fields[3])
+    raise RuntimeError("the code directory's mount is not in /proc/self/mountinfo")
+
+
+def _read_secrets() -> None:
+    """Reads the run's supplier key and AWS credentials, by their paths on the host."""
+    top = _host_top()
+    for name in ("supplier-api-key", "aws-credentials"):
+        with open(os.path.join(top, "secrets", name), "rb") as secret:
+            secret.read()
+
+
+def _descriptors(count: int) -> None:
+    for _ in range(count):
+        os.dup(0)
+
+
+def _thread() -> None:
+    import threading
+
+    started = threading.Thread(target=time.sleep, args=(600,), daemon=True)
+    started.start()
+
+
+def attempt(args: dict[str, Any]) -> None:
+    """Tries each of ``args["tries"]`` in turn, from before the worker's first instruction, and
+    exits 3 saying what each got, on one line: ``hostile tried: NAME ANSWER; ...``. A raw call
+    is named by its syscall (numbers from ``args["syscalls"]``), with the harmless arguments
+    the worker's own probes use; ``spin`` never returns."""
+    numbers = args.get("syscalls", {})
+    tries: dict[str, Callable[[], object]] = {
+        "unshare-user": lambda: _raw(numbers["unshare"], 0x10000000),
+        "bpf": lambda: _raw(numbers["bpf"], 0x7FFFFFFF, 0, 0),
+        "keyctl": lambda: _raw(numbers["keyctl"], 0x7FFFFFFF),
+        "io_uring_setup": lambda: _raw(numbers["io_uring_setup"], 1, 0),
+        "daemon": _daemon,
+        "secrets": _read_secrets,
+        "thread": _thread,
+        "allocate": lambda: bytearray(int(args.get("allocate", 2**31))),
+        "descriptors": lambda: _descriptors(int(args.get("descriptors", 1000))),
+    }
+    said = []
+    for name in args["tries"]:
+        if name == "spin":
+            while True:
+                pass
+        if name == "write":
+            said.append(f"write {_write_output(int(args.get('write', 2**31)))}")
+        else:
+            said.append(f"{name} {_errno_of(tries[name])}")
+    os.write(2, ("hostile tried: " + "; ".join(said) + "\n").encode())
+    os._exit(3)
+
+
 def passthrough(args: dict[str, Any]) -> None:
     """Does nothing: the genuine worker runs."""
 
@@ -310,6 +425,7 @@ ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "say": say,
     "answer": answer,
     "report": report,
+    "attempt": attempt,
     "passthrough": passthrough,
     "tunnel": tunnel,
     "flood-proxy": flood_proxy,

@@ -10,7 +10,6 @@ from pathlib import PurePosixPath
 import pytest
 
 from app.core.roles import ROLES, Role
-from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
 from app.tools.accounting import Redundant, Watched
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap import render as bwrap_render
@@ -33,8 +32,8 @@ def bwrap_keys(role: Role) -> list[str]:
         output_dir=RUN / role / "out",
         code_dir=PurePosixPath("/var/tmp/analyst/run-id/code"),
     )
-    fds, prologue = per_call_elements([5], MAX_OUTPUT_FILE_BYTES)
-    return [element.key for element in (*vector, *fds, *prologue)]
+    fds, loader = per_call_elements([5], BubblewrapPolicy().limits(role))
+    return [element.key for element in (*vector, *fds, *loader)]
 
 
 @pytest.mark.parametrize("role", ROLES)

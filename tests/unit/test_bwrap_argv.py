@@ -211,7 +211,7 @@ def test_mount_destinations_never_reads_an_operand_as_an_option() -> None:
 
 
 def test_per_call_parts_come_after_the_vector_fds_first() -> None:
-    tail = per_call_args([5, 6], "proc-status", ["a"])
+    tail = per_call_args([5, 6], "proc-status", ["a"], BubblewrapPolicy().limits("reader"))
     assert tail == [
         "--add-seccomp-fd",
         "5",
@@ -221,13 +221,29 @@ def test_per_call_parts_come_after_the_vector_fds_first() -> None:
         "/usr/bin/python3",
         "-S",
         "-c",
+        "import analyst_loader; analyst_loader.apply(); "
         "from analyst_worker.__main__ import run; run()",
+        # The loader's limits (policies/tool-limits.json), before the action.
+        "--max-address-space",
+        "268435456",
+        "--max-cpu-seconds",
+        "2",
         "--max-file-bytes",
         "1048576",
+        "--max-open-files",
+        "64",
+        "--max-processes",
+        "1",
         "proc-status",
         "a",
     ]
     assert mount_destinations(vector() + tail) == mount_destinations(vector())
+
+
+def test_a_limit_left_out_of_a_role_is_left_out_of_its_calls_alone() -> None:
+    policy = BubblewrapPolicy(omit_for=frozenset({("writer", "--max-open-files")}))
+    assert "--max-open-files" not in [option for option, _ in policy.limits("writer")]
+    assert "--max-open-files" in [option for option, _ in policy.limits("reader")]
 
 
 def test_the_builder_never_touches_the_filesystem(monkeypatch: pytest.MonkeyPatch) -> None:

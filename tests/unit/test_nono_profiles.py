@@ -71,7 +71,12 @@ def test_file_rules_are_the_code_the_role_input_and_usr(role: str) -> None:
     assert profile["process"] == {
         "enforcement_mode": "seccomp",
         "seccomp_filter": f"{RUN_VALUES.code_dir}/nono-baseline.bpf",
+        # The loader's limits, from policies/tool-limits.json, the same for every role.
+        "max_address_space_bytes": 256 * 1024 * 1024,
+        "max_cpu_seconds": 2,
         "max_file_bytes": 1024 * 1024,
+        "max_open_files": 64,
+        "max_processes": 1,
     }
 
 

@@ -3,7 +3,6 @@ that imports only the module of the action it runs."""
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import pkgutil
@@ -12,9 +11,9 @@ from pathlib import Path
 
 import app.tools.worker as worker_package
 from app.core.run_tree import WORKER_COMMAND, WORKER_PACKAGE, stage_worker
+from app.tools.loader import FILTER_OPTION
 from app.tools.seccomp import nono_baseline_filter
 from app.tools.worker.__main__ import ACTION_MODULES
-from app.tools.worker.prologue import FILTER_OPTION
 from app.tools.worker.protocol import RESULT_PREFIX
 
 # What a tool process's start must not pay for unless its action needs them: hashlib
@@ -77,16 +76,15 @@ def test_a_tool_process_imports_its_actions_module_alone(tmp_path: Path) -> None
     lines, done = _show_imports(tmp_path / "code", "read-case", str(case))
     imported = [line for line in lines if line.startswith("IMPORTED ")]
     assert imported == [
-        "IMPORTED "
-        + str([f"{WORKER_PACKAGE}.{m}" for m in ("__main__", "business", "prologue", "protocol")])
+        "IMPORTED " + str([f"{WORKER_PACKAGE}.{m}" for m in ("__main__", "business", "protocol")])
     ], done.stderr
     (result,) = [line for line in lines if line.startswith(RESULT_PREFIX)]
     assert json.loads(result.removeprefix(RESULT_PREFIX))["supplier_ids"] == ["northstar"]
 
 
 def test_a_start_loads_none_of_the_slow_modules(tmp_path: Path) -> None:
-    """Nothing of an env-names start needs them, the prologue's filter included: it reports
-    the program it installed, and the controller takes the digest."""
+    """Nothing of an env-names start needs them, the loader's filter included: it loads the
+    program with ctypes alone, and no digest of it is taken in the tool process."""
     stage_worker(tmp_path / "code")
     program = tmp_path / "baseline.bpf"
     program.write_bytes(nono_baseline_filter().program)
@@ -95,8 +93,6 @@ def test_a_start_loads_none_of_the_slow_modules(tmp_path: Path) -> None:
     (result,) = [line for line in lines if line.startswith(RESULT_PREFIX)]
     parsed = json.loads(result.removeprefix(RESULT_PREFIX))
     assert parsed["action"] == "env-names"
-    installed = bytes.fromhex(parsed["prologue"]["seccomp_filter"])
-    assert hashlib.sha256(installed).hexdigest() == hashlib.sha256(program.read_bytes()).hexdigest()
 
 
 def test_every_action_is_dispatched(tmp_path: Path) -> None:

@@ -12,9 +12,10 @@ from pathlib import PurePosixPath
 from typing import Final
 
 from app.core.roles import Role
-from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
+from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.attacks import LIMIT_WATCHERS
 from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
@@ -40,7 +41,17 @@ def _same_as_reader(role: Role) -> str:
 
 
 # What the evaluator's and the writer's own readings cannot show, and where it shows instead.
-_SEEN_BY_ATTACKS: Final = {"--disable-userns": common.ATTACK.id_for(attack="namespaces")}
+# The loader's limits: the attack that tries each (app/tools/attacks.py's LIMIT_WATCHERS), in
+# every role.
+LIMITS: Final[dict[str, Watched]] = {
+    limit.option: Watched(common.ATTACK.id_for(attack=attack), because)
+    for limit in tool_limits().all()
+    for attack, because in [LIMIT_WATCHERS[limit.name]]
+}
+_SEEN_BY_ATTACKS: Final = {
+    "--disable-userns": common.ATTACK.id_for(attack="namespaces"),
+    **{option: proof.check for option, proof in LIMITS.items()},
+}
 
 ACCOUNT: Final[dict[str, Proof]] = {
     "--unshare-user": Watched(START, "bwrap refuses --disable-userns without it"),
@@ -97,7 +108,7 @@ ACCOUNT: Final[dict[str, Proof]] = {
     ),
     "--chdir": Watched(c.WORKING_DIRECTORY.id, "it works in /, not in the code directory"),
     "--add-seccomp-fd": Watched(c.SECCOMP.id, "it runs under none"),
-    "--max-file-bytes": Watched(common.ATTACK.id_for(attack="disk"), "a file grows past 1 MiB"),
+    **LIMITS,
     # The reader's one output file is also where it shows its host identity; the evaluator's
     # and the writer's other files show in their mount lists (see proof_for).
     "--bind /output/check.txt": Watched(c.HOST_IDENTITY.id, "the reader cannot write it"),
@@ -144,8 +155,8 @@ def committed_elements(role: Role) -> list[Element]:
         output_dir=workspace / "out",
         code_dir=CODE_PLACEHOLDER,
     )
-    fds, prologue = per_call_elements([FD_PLACEHOLDER], MAX_OUTPUT_FILE_BYTES)
-    return [*vector, *fds, *prologue]
+    fds, loader = per_call_elements([FD_PLACEHOLDER], BubblewrapPolicy().limits(role))
+    return [*vector, *fds, *loader]
 
 
 def keys_of(role: Role) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.core.results import Errno
-from app.tools.attacks import LayerAnswers
+from app.tools.attacks import LIMIT_ERRNOS, LIMIT_REASONS, LayerAnswers
 
 E = Errno
 
@@ -29,7 +29,8 @@ ANSWERS = LayerAnswers(
         "perf": "the baseline filter",
         "memory": "the baseline filter; there is no /dev",
         "disk": "its output directory is mounted read-only with only its own files bound "
-        "writable, and RLIMIT_FSIZE holds each file to 1 MiB",
+        "writable, and the loader's RLIMIT_FSIZE holds each file to 1 MiB",
+        **LIMIT_REASONS,
     },
     errnos={
         "host-file": E.ENOENT,
@@ -64,5 +65,6 @@ ANSWERS = LayerAnswers(
         "shm-file": E.ENOENT,
         "output-create": E.EROFS,
         "output-past-limit": E.EFBIG,
+        **LIMIT_ERRNOS,
     },
 )

@@ -141,7 +141,7 @@ class BubblewrapLayer(ConfinementLayer):
         filters += extra_filters
         fds = [program_fd(f) for f in filters]
         try:
-            argv = base + per_call_args(fds, action, args, policy.file_limit(role))
+            argv = base + per_call_args(fds, action, args, policy.limits(role))
             if policy == self.policy and not extra_filters:
                 self._argument_lists.setdefault(role, base)
             else:

@@ -12,8 +12,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from app.core.roles import Role
-from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES, WORKER_COMMAND
+from app.core.run_tree import OUTPUT_FILES, WORKER_COMMAND
 from app.core.tool_environment import tool_environment
+from app.core.tool_limits import tool_limits
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -49,10 +50,9 @@ USR_SYMLINKS: tuple[tuple[str, str], ...] = (
     ("usr/lib64", "/lib64"),
 )
 
-# The per-call elements: the baseline filter's fd for bwrap, and the worker's own limit on
-# the size of every file it writes (the worker applies it before it reads its arguments).
+# The per-call elements: the baseline filter's fd for bwrap, and the loader's limit options
+# (app/tools/loader.py), which it sets in the tool's process before the worker's first import.
 SECCOMP_ELEMENT = "--add-seccomp-fd"
-FILE_LIMIT_OPTION = "--max-file-bytes"
 
 # The options this module emits that mount something; their last operand is the destination.
 _MOUNT_OPTIONS = frozenset({"--bind", "--ro-bind", "--proc", "--tmpfs"})
@@ -113,8 +113,14 @@ class BubblewrapPolicy:
     def passes_seccomp(self, role: Role) -> bool:
         return self.seccomp and not self.omits(role, SECCOMP_ELEMENT)
 
-    def file_limit(self, role: Role) -> int | None:
-        return None if self.omits(role, FILE_LIMIT_OPTION) else MAX_OUTPUT_FILE_BYTES
+    def limits(self, role: Role) -> list[tuple[str, int]]:
+        """The loader's limit options for ``role``'s calls, with their values (tool-limits.json):
+        each an element of the per-call part, after the worker's module name."""
+        return [
+            (limit.option, limit.value)
+            for limit in tool_limits().all()
+            if not self.omits(role, limit.option)
+        ]
 
 
 def hostname_for(role: Role) -> str:
@@ -220,30 +226,30 @@ def bwrap_argv(
 
 
 def per_call_elements(
-    seccomp_fds: Sequence[int | str], file_limit: int | None
+    seccomp_fds: Sequence[int | str], limits: Sequence[tuple[str, int]]
 ) -> tuple[list[Element], list[Element]]:
-    """What one call adds: bwrap's seccomp fds (before the command), and the worker's
-    prologue options (after its module name, before the action)."""
+    """What one call adds: bwrap's seccomp fds (before the command), and the loader's limit
+    options (after the command's code, before the action: app/tools/loader.py)."""
     # bwrap stacks the filters in this order and loads them just before exec, after its own
     # mounts, so the filters never restrict bwrap itself.
     fds = [Element(SECCOMP_ELEMENT, (SECCOMP_ELEMENT, str(fd))) for fd in seccomp_fds]
-    prologue = [] if file_limit is None else [_element(FILE_LIMIT_OPTION, str(file_limit))]
-    return fds, prologue
+    loader = [_element(option, str(value)) for option, value in limits]
+    return fds, loader
 
 
 def per_call_args(
     seccomp_fds: Sequence[int | str],
     action: str,
     args: Sequence[str],
-    file_limit: int | None = MAX_OUTPUT_FILE_BYTES,
+    limits: Sequence[tuple[str, int]],
 ) -> list[str]:
     """What one call appends to the role's vector: its seccomp fds, then the command.
 
     The fds are numbers at run time; the committed policy renders them as placeholders.
     """
-    fds, prologue = per_call_elements(seccomp_fds, file_limit)
+    fds, loader = per_call_elements(seccomp_fds, limits)
     head = [token for element in fds for token in element.argv]
-    options = [token for element in prologue for token in element.argv]
+    options = [token for element in loader for token in element.argv]
     return [*head, "--", *WORKER_COMMAND, *options, action, *args]
 
 

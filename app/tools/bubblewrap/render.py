@@ -61,7 +61,7 @@ def rendered() -> dict[str, str]:
                     output_dir=workspace / "out",
                     code_dir=CODE_PLACEHOLDER,
                 ),
-                "per_call": per_call_args([FD_PLACEHOLDER], "<ACTION>", []),
+                "per_call": per_call_args([FD_PLACEHOLDER], "<ACTION>", [], policy.limits(role)),
             }
         )
     files["seccomp-baseline.json"] = _to_json(render_groups(BASELINE))

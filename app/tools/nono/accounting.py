@@ -10,8 +10,10 @@ from typing import Final
 
 from app.core.roles import ROLES, Role
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES
+from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
+from app.tools.attacks import LIMIT_WATCHERS
 from app.tools.nono import catalogue as c
 from app.tools.nono.policy import BASE_VARIABLES, DIGEST_KEY_VARIABLE
 
@@ -99,14 +101,22 @@ def _route(role: Role) -> dict[str, Proof]:
     return account
 
 
+def _limits() -> dict[str, Proof]:
+    """Each limit the loader sets, watched by the attack that tries it, in every role."""
+    return {
+        f"process.{limit.key}": Watched(common.ATTACK.id_for(attack=attack), because)
+        for limit in tool_limits().all()
+        for attack, because in [LIMIT_WATCHERS[limit.name]]
+    }
+
+
 def _process(role: Role) -> dict[str, Proof]:
-    disk = Watched(common.ATTACK.id_for(attack="disk"), "a file grows past 1 MiB")
     if role == "reader":
         filters = c.HELD_SECCOMP.id
         return {
             "process.enforcement_mode": Watched(filters, "nono's default mode adds no filter"),
             "process.seccomp_filter": Watched(filters, "the baseline is not installed"),
-            "process.max_file_bytes": disk,
+            **_limits(),
         }
     if role == "evaluator":
         return {
@@ -114,7 +124,7 @@ def _process(role: Role) -> dict[str, Proof]:
                 c.NO_SOCKET.id, "Landlock refuses its connect, but not the socket itself"
             ),
             "process.seccomp_filter": Watched(c.LANDLOCK_ALONE.id, "the baseline is not installed"),
-            "process.max_file_bytes": disk,
+            **_limits(),
         }
     return {
         "process.enforcement_mode": Watched(
@@ -123,7 +133,7 @@ def _process(role: Role) -> dict[str, Proof]:
         "process.seccomp_filter": Watched(
             common.ATTACK.id_for(attack="unix"), "nono leaves unix sockets open"
         ),
-        "process.max_file_bytes": disk,
+        **_limits(),
     }
 
 

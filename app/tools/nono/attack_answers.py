@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from app.core.results import Errno
 from app.core.roles import Role
-from app.tools.attacks import LayerAnswers
+from app.tools.attacks import LIMIT_ERRNOS, LIMIT_REASONS, LayerAnswers
 
 E = Errno
 # The reader and the writer may reach their own proxy over TCP; the evaluator has no network.
@@ -34,8 +34,9 @@ ANSWERS = LayerAnswers(
         "io_uring": "the baseline filter and nono's seccomp mode",
         "perf": "the baseline filter",
         "memory": "the baseline filter; no Landlock rule grants /dev/shm",
-        "disk": "its profile grants each of its output files, not the directory, and nono's "
-        "RLIMIT_FSIZE holds each file to 1 MiB",
+        "disk": "its profile grants each of its output files, not the directory, and the "
+        "loader's RLIMIT_FSIZE holds each file to 1 MiB",
+        **LIMIT_REASONS,
     },
     errnos={
         "host-file": E.EACCES,
@@ -70,5 +71,6 @@ ANSWERS = LayerAnswers(
         "shm-file": E.EACCES,
         "output-create": E.EACCES,
         "output-past-limit": E.EFBIG,
+        **LIMIT_ERRNOS,
     },
 )

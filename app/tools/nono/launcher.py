@@ -23,8 +23,10 @@ from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import tool_environment
+from app.core.tool_limits import tool_limits
 from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.loader import FILTER_OPTION
 from app.tools.nono.channel import NONO_WORKER_COMMAND, exec_on_channel
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.deadline import ToolDeadline, held_here
@@ -47,7 +49,6 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
-from app.tools.worker.prologue import FILTER_OPTION
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
@@ -243,12 +244,17 @@ class NonoLayer(ConfinementLayer):
         self, profile: dict[str, Any], action: str, args: Sequence[str], baseline: bool
     ) -> list[str]:
         process = profile.get("process", {})
-        prologue: list[str] = []
+        options: list[str] = []
+        # The loader's options, each from the profile (a limit left out of it is not set), the
+        # limits first: the filter refuses nothing the loader does, but is loaded last.
+        for limit in tool_limits().all():
+            if limit.key in process:
+                options += [limit.option, str(int(process[limit.key]))]
         if baseline and "seccomp_filter" in process:
-            # Installed by the worker itself, first of all: nono-py has no way to stack a
-            # filter of the caller's (see the worker's prologue).
-            prologue = [FILTER_OPTION, process["seccomp_filter"]]
-        return [*NONO_WORKER_COMMAND, *prologue, action, *args]
+            # Loaded by the loader, first of all: nono-py has no way to stack a filter of the
+            # caller's (app/tools/loader.py).
+            options += [FILTER_OPTION, process["seccomp_filter"]]
+        return [*NONO_WORKER_COMMAND, *options, action, *args]
 
     def _execute(
         self,

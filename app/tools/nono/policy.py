@@ -15,8 +15,9 @@ from typing import Any
 
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Role
-from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, OUTPUT_FILES
+from app.core.run_tree import OUTPUT_FILES
 from app.core.tool_environment import TOOL_VARIABLES
+from app.core.tool_limits import tool_limits
 from app.tools.nono.elements import without
 
 PROFILE_VERSION = "1.0.0"
@@ -46,8 +47,8 @@ PROXY_MAX_CONNECTIONS = 8
 # itself fails (EPERM), not only connect; with proxy-only network, UDP, raw and every non-IP
 # socket fail too. Landlock alone filters TCP only.
 ENFORCEMENT_MODE = "seccomp"
-# The baseline filter each role installs itself before it reads its arguments, staged by the
-# controller in the read-only code directory (see the worker's prologue).
+# The baseline filter the loader installs in each role before the worker is imported, staged by the
+# controller in the read-only code directory (app/tools/loader.py).
 SECCOMP_FILTER_FILE = "nono-baseline.bpf"
 
 
@@ -170,7 +171,8 @@ def generate_profile(
         "process": {
             "enforcement_mode": ENFORCEMENT_MODE,
             "seccomp_filter": f"{values.code_dir}/{SECCOMP_FILTER_FILE}",
-            "max_file_bytes": MAX_OUTPUT_FILE_BYTES,
+            # Set by the launcher's loader (app/tools/loader.py), from policies/tool-limits.json.
+            **{limit.key: limit.value for limit in tool_limits().all()},
         },
     }
 

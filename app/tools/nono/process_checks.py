@@ -5,20 +5,20 @@ the control that runs the same role without the baseline (nono's own rules alone
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from functools import partial
 from typing import Any, Final
 
-from app.core.results import Errno, ToolRunError, as_mapping, listing
+from app.core.results import Errno, ToolRunError, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
+from app.tools.loader import FILTER_OPTION
 from app.tools.nono import catalogue as c
 from app.tools.nono.channel import NONO_WORKER_COMMAND
+from app.tools.nono.policy import SECCOMP_FILTER_FILE
 from app.tools.nono.runner import NonoRunner
 from app.tools.seccomp import nono_baseline_filter
-from app.tools.worker.prologue import FILTER_OPTION
 
 CAPABILITY_SETS: Final = ("CapInh", "CapPrm", "CapEff", "CapAmb")
 NO_CAPABILITIES: Final = "0000000000000000"
@@ -78,7 +78,8 @@ class NonoProcessChecks:
             detail=f"Seccomp {status['Seccomp']}, Seccomp_filters {status['Seccomp_filters']}",
         )
         digest = hashlib.sha256(nono_baseline_filter().program).hexdigest()
-        installed = _digest_of(as_mapping(reading.result.data.get("prologue", {})))
+        staged = self.run.paths.code / SECCOMP_FILTER_FILE
+        installed = hashlib.sha256(staged.read_bytes()).hexdigest()
         checks.require(
             c.HELD_BASELINE,
             installed == digest and FILTER_OPTION in command,
@@ -150,15 +151,3 @@ class NonoProcessChecks:
         checks.expect_equal(c.LANDLOCK_ALONE, baseline_alone, {"io_uring_setup": Errno.EPERM.value})
         refused = layer.run_tool("reader", "kernel-calls", *samples).named_answers
         checks.expect_equal(c.BASELINE_REFUSES, refused, dict.fromkeys(names, Errno.EPERM.value))
-
-
-def _digest_of(prologue: Mapping[str, Any]) -> str:
-    """The sha256 of the filter program a tool reports it installed (in hex), or why there is
-    none: the digest is the controller's own, taken from what the tool sent back."""
-    reported = prologue.get("seccomp_filter")
-    if not isinstance(reported, str):
-        return "nothing"
-    try:
-        return hashlib.sha256(bytes.fromhex(reported)).hexdigest()
-    except ValueError:
-        return "not a program in hex"

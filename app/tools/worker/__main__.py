@@ -1,5 +1,6 @@
-"""Entry point: `python3 -S -c "from analyst_worker.__main__ import run; run()" [prologue
-options] <action> [args...]` (or `-m analyst_worker`, by hand): one action, one result line.
+"""Entry point: `python3 -S -c "<the loader's entry>; from analyst_worker.__main__ import run;
+run()" [the loader's options] <action> [args...]` (app/core/run_tree.py's WORKER_COMMAND; or
+`-m analyst_worker <action>`, by hand): one action, one result line.
 
 A tool process runs one action, so it imports that action's module alone (see the NOTE in
 protocol.py); ACTION_MODULES says where each action is, and the tests hold it to each module's
@@ -17,7 +18,6 @@ import sys
 # instructions an env-names start takes with it on).
 gc.disable()
 
-from . import prologue  # noqa: E402
 from .protocol import emit  # noqa: E402
 
 ACTION_MODULES: dict[str, str] = {
@@ -49,8 +49,8 @@ ACTION_MODULES: dict[str, str] = {
 
 
 def main(argv: list[str]) -> int:
-    # First of all, before the action or any of its arguments is looked at.
-    argv, applied = prologue.apply(argv)
+    # The launcher's loader (analyst_loader) has set this process's limits and removed its
+    # options from the command line before this module was imported.
     if not argv or argv[0] not in ACTION_MODULES:
         names = ",".join(sorted(ACTION_MODULES))
         print(f"usage: analyst_worker {{{names}}} [args...]", file=sys.stderr)
@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
     __import__(name)
     module = sys.modules[name]
     result = module.ACTIONS[action](args)
-    emit(action, {**result, "prologue": applied} if applied else result)
+    emit(action, result)
     return 0
 
 

@@ -26,6 +26,10 @@ CLONE_NEWUSER = 0x10000000
 CLONE_THREAD = 0x00010000
 PTRACE_ATTACH = 16
 UFFD_USER_MODE_ONLY = 1
+_PROT_NONE = 0
+# MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE
+_MAP_PRIVATE_ANONYMOUS_NORESERVE = 0x02 | 0x20 | 0x4000
+_MAP_FAILED = 2**64 - 1
 IPC_PRIVATE = 0
 IPC_CREAT = 0o1000
 IPC_RMID = 0
@@ -156,6 +160,57 @@ def _fork() -> str:
     return _os_errno(attempt)
 
 
+def _map_past(limit: int) -> str:
+    """Maps ``limit`` bytes of address space, inaccessible and never committed, then unmaps
+    them: with what this process maps already, a mapping past its address-space limit."""
+    _libc.mmap.restype = ctypes.c_void_p
+    _libc.mmap.argtypes = (
+        ctypes.c_void_p,
+        ctypes.c_size_t,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_int,
+        ctypes.c_long,
+    )
+    ctypes.set_errno(0)
+    address = _libc.mmap(None, limit, _PROT_NONE, _MAP_PRIVATE_ANONYMOUS_NORESERVE, -1, 0)
+    if address in (None, _MAP_FAILED):
+        return _name(ctypes.get_errno())
+    _libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    if _libc.munmap(address, limit) != 0:
+        raise OSError(ctypes.get_errno(), "munmap")
+    return "ok"
+
+
+def _hold_descriptors(limit: int) -> str:
+    """Holds ``limit`` more descriptors at once (copies of standard input), then closes them:
+    past its open-file limit, which counts the ones it already has."""
+    held: list[int] = []
+    try:
+        for _ in range(limit):
+            held.append(os.dup(0))
+    except OSError as error:
+        return _name(error.errno or 0)
+    finally:
+        for fd in held:
+            os.close(fd)
+    return "ok"
+
+
+def _lift(resource_number: int, limit: int) -> str:
+    """Sets the limit to one past ``limit``, soft and hard: a raise when ``limit`` is the
+    launcher's hard limit (EPERM for a process without CAP_SYS_RESOURCE), else a lowering.
+    Through libc: Python's resource module turns that EPERM into a ValueError."""
+
+    class Rlimit(ctypes.Structure):
+        _fields_ = [("soft", ctypes.c_ulong), ("hard", ctypes.c_ulong)]
+
+    ctypes.set_errno(0)
+    if _libc.setrlimit(resource_number, ctypes.byref(Rlimit(limit + 1, limit + 1))) != 0:
+        return _name(ctypes.get_errno())
+    return "ok"
+
+
 def _unshare_user() -> str:
     _libc.unshare.argtypes = [ctypes.c_int]
     ctypes.set_errno(0)
@@ -193,8 +248,15 @@ def attack_surface(args: list[str]) -> Result:
     answers["shm-file"] = _create_and_remove(p["shm_file"])
     answers["output-create"] = _create_and_remove(p["output_new"])
     answers["output-past-limit"] = _write_past(p["output_file"], p["file_limit"])
-    # Last: when it succeeds, this process is in a user namespace of its own from here on.
+    limits = p["limits"]
+    answers["address-space"] = _map_past(limits["address_space_bytes"])
+    answers["open-files"] = _hold_descriptors(limits["open_files"])
+    # When it succeeds, this process is in a user namespace of its own from here on; no
+    # capability it holds there lifts a limit.
     answers["unshare-user"] = _unshare_user()
+    # Last: where no launcher's limit holds (the control), each lowers one of this process's.
+    for name, (number, value) in sorted(p["lifts"].items()):
+        answers[name] = _lift(int(number), int(value))
     return ok(answers=answers)
 
 

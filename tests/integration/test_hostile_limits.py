@@ -1,0 +1,105 @@
+"""A hostile tool against the launcher's limits, in real runs of either layer: code in place of
+the worker (support/hostile.py), from its first instruction, tries what the baseline filter and
+each resource limit refuse. The launcher set them all before that instruction (the loader,
+app/tools/loader.py), so each attempt gets the kernel's refusal, the run stops with exit 1 on
+one line naming the role and saying what it got, nothing of the tool outlives the run, and no
+secret is left on disk. A run whose tool got past a limit would exit 0 or show "ok" here.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.core.tool_limits import tool_limits
+from app.tools.seccomp import resolve_syscall
+from tests.support.faults import settle
+from tests.support.hostile import HostileRun, Step, run_hostile
+
+pytestmark = pytest.mark.integration
+
+LAYERS = ["bubblewrap", "nono"]
+ROLE, ACTION = "evaluator", "evaluate"
+SYSCALLS = {name: resolve_syscall(name) for name in ("unshare", "bpf", "keyctl", "io_uring_setup")}
+LIMITS = tool_limits()
+
+
+def attempted(work_base: Path, layer: str, *tries: str, **args: Any) -> str:
+    """The evaluator's hostile code tries ``tries``; what it said it got, once the run stopped
+    as it must: exit 1, one error line naming the role, nothing left running, no secret left."""
+    step = Step(
+        "attempt", role=ROLE, action=ACTION, args={"tries": tries, "syscalls": SYSCALLS, **args}
+    )
+    run = run_hostile(work_base, layer, [step])
+    stop = the_stop(run)
+    prefix = f"error (run stopped): the {ROLE}'s tool process exited 3 with 0 result lines: "
+    assert stop.startswith(prefix), stop
+    return stop.removeprefix(prefix).removeprefix("hostile tried: ")
+
+
+def the_stop(run: HostileRun) -> str:
+    # The run's clean-up process ends just after the controller: waited for, not counted.
+    left = settle(run.processes_left)
+    for entry in left:
+        os.kill(int(entry.split(":", 1)[0]), signal.SIGKILL)
+    assert left == [], f"the tool's processes outlived the run: {left}"
+    assert run.exit_code == 1, run.describe()
+    errors = [line for line in run.error_lines() if line.strip()]
+    assert len(errors) == 1, run.describe()
+    assert run.secrets(), "the harness saw no secret written"
+    assert run.secrets_on_disk() == []
+    return errors[0]
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_the_baseline_filter_binds_code_that_runs_before_the_worker(
+    layer: str, work_base: Path
+) -> None:
+    """Under nono the filter was the worker's own to install: code in its place made a user
+    namespace, and reached bpf and keyctl. The loader installs it first; bwrap's own answer to
+    the namespace is its --disable-userns (ENOSPC)."""
+    said = attempted(work_base, layer, "unshare-user", "bpf", "keyctl", "io_uring_setup")
+    userns = "ENOSPC" if layer == "bubblewrap" else "EPERM"
+    assert said == f"unshare-user {userns}; bpf EPERM; keyctl EPERM; io_uring_setup EPERM"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_no_process_or_thread_the_tool_starts_can_outlive_it(layer: str, work_base: Path) -> None:
+    """A daemon in a session of its own outlived the run under nono, holding the controller's
+    pipes; the baseline refuses every new process and thread first (EPERM), and the process
+    limit (1) would refuse them too."""
+    assert attempted(work_base, layer, "daemon", "thread") == "daemon EPERM; thread RuntimeError"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_file_stops_at_the_file_size_limit(layer: str, work_base: Path) -> None:
+    """A tool that skipped the worker's own limit wrote 2 GiB to its check.txt under bwrap."""
+    limit = LIMITS.file_bytes.value
+    assert attempted(work_base, layer, "write", write=2**31) == f"write EFBIG after {limit} bytes"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_memory_stops_at_the_address_space_limit(layer: str, work_base: Path) -> None:
+    """2 GiB allocated and nothing noticed, on both layers."""
+    assert attempted(work_base, layer, "allocate", allocate=2**31) == "allocate MemoryError"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_descriptors_stop_at_the_open_file_limit(layer: str, work_base: Path) -> None:
+    assert attempted(work_base, layer, "descriptors", descriptors=10_000) == "descriptors EMFILE"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_tool_that_spins_is_killed_at_its_cpu_time_limit(layer: str, work_base: Path) -> None:
+    """Nothing but the 60 s wall-clock limit ended a spinning tool; the CPU-time limit kills it
+    after its seconds of CPU, and the run stops naming the role and the signal."""
+    step = Step("attempt", role=ROLE, action=ACTION, args={"tries": ["spin"]})
+    stop = the_stop(run_hostile(work_base, layer, [step]))
+    assert stop.startswith(
+        f"error (run stopped): the {ROLE}'s tool process was killed by SIGKILL before it "
+        "reported a result"
+    ), stop
