@@ -2,10 +2,14 @@
 and working directory, its environment, its volume mounts, its identity and privileges.
 
 The environment, in the kubelet's order: the image's ENV, HOSTNAME, the Services' variables
-(`enableServiceLinks`, on by default), then the container's `env` (`value`, or `valueFrom` a
-Secret, a ConfigMap or a pod field), with `$(VAR)` references expanded in `env`, `command` and
-`args`. https://kubernetes.io/docs/tasks/inject-data-application/define-environment-variable-container/
+(`enableServiceLinks`, on by default), then the container's `env`, each a `value`, with `$(VAR)`
+references expanded in `env`, `command` and `args` (the bubblewrap pod's init command holds a
+shell `$(...)` that must pass through unchanged).
+https://kubernetes.io/docs/tasks/inject-data-application/define-environment-variable-container/
 Whatever the rehearsal adds beyond that is returned separately, so it can be printed as such.
+The stack's objects use no `valueFrom` and no `subPath`: the rehearsal resolves neither, and
+refuses a container that uses one, naming the field, rather than start it with what the kubelet
+would not give it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from . import container_init
 from .image import IMAGES, ImageStandIn, layers
 from .network import ServiceAddress
 from .seccomp_profiles import SeccompChoice
-from .secret_values import ObjectData
 from .security import MASKED_PATHS, READONLY_PATHS, ConfigError, Privileges, privileges
 from .volumes import PodVolumes
 
@@ -42,6 +45,8 @@ UNSHARE: Final = [
     "--",
 ]
 _REFERENCE = re.compile(r"\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
+# The keys of a volumeMount the rehearsal applies.
+MOUNT_KEYS: Final = frozenset({"name", "mountPath", "readOnly"})
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,6 @@ class PodContext:
     spec: dict[str, Any]
     where: str  # the pod spec's field path in its object
     volumes: PodVolumes
-    values: dict[tuple[str, str], ObjectData]
     services: list[ServiceAddress]
     hosts_file: Path
     stand_ins: list[dict[str, Any]]
@@ -110,32 +114,11 @@ def container_env(pod: PodContext, container: dict[str, Any], where: str) -> dic
     if pod.spec.get("enableServiceLinks", True):
         env.update(service_links(pod.services))
     for index, entry in enumerate(container.get("env", [])):
-        at = f"{where}.env[{index}]"
         if "valueFrom" in entry:
-            env[entry["name"]] = _value_from(pod, entry["valueFrom"], at)
-        else:
-            env[entry["name"]] = expand(entry.get("value", ""), env)
+            raise ConfigError(f"{where}.env[{index}].valueFrom: not simulated by the rehearsal")
+        env[entry["name"]] = expand(entry.get("value", ""), env)
     env.update(pod.added_env)
     return env
-
-
-def _value_from(pod: PodContext, source: dict[str, Any], at: str) -> str:
-    for kind, ref_key in (("Secret", "secretKeyRef"), ("ConfigMap", "configMapKeyRef")):
-        if ref_key in source:
-            ref = source[ref_key]
-            data = pod.values.get((kind, ref["name"]))
-            if data is None or ref["key"] not in data.data:
-                raise ConfigError(f"{at}.valueFrom.{ref_key}: no key {ref['key']} in {ref['name']}")
-            return data.data[ref["key"]].decode()
-    fields = {
-        "metadata.name": pod.name,
-        "metadata.namespace": pod.namespace,
-        "spec.serviceAccountName": str(pod.spec.get("serviceAccountName", "default")),
-    }
-    path = str((source.get("fieldRef") or {}).get("fieldPath"))
-    if path in fields:
-        return fields[path]
-    raise ConfigError(f"{at}.valueFrom: the rehearsal resolves no {sorted(source)}")
 
 
 def image_of(container: dict[str, Any], where: str) -> ImageStandIn:
@@ -154,12 +137,16 @@ def plan(pod: PodContext, container: dict[str, Any], where: str) -> ContainerRun
     argv = [expand(part, env) for part in [*container["command"], *container.get("args", [])]]
     mounts = []
     for index, mount in enumerate(container.get("volumeMounts", [])):
+        at = f"{where}.volumeMounts[{index}]"
         source = pod.volumes.directories.get(mount["name"])
         if source is None:
-            raise ConfigError(f"{where}.volumeMounts[{index}].name: no volume {mount['name']!r}")
+            raise ConfigError(f"{at}.name: no volume {mount['name']!r}")
+        unknown = sorted(set(mount) - MOUNT_KEYS)
+        if unknown:
+            raise ConfigError(f"{at}.{unknown[0]}: not simulated by the rehearsal")
         mounts.append(
             {
-                "source": str(source / mount["subPath"]) if "subPath" in mount else str(source),
+                "source": str(source),
                 "target": mount["mountPath"],
                 "readonly": bool(mount.get("readOnly", False)),
             }

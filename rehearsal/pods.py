@@ -109,7 +109,6 @@ class Kubelet:
             spec=spec,
             where=POD_SPEC,
             volumes=volumes,
-            values=self.values,
             services=self.services,
             hosts_file=hosts,
             stand_ins=stand_ins,

@@ -34,24 +34,11 @@ from typing import Any
 
 LIBSECCOMP = "libseccomp.so.2"
 
-ACTIONS = {
-    "SCMP_ACT_KILL": 0x00000000,
-    "SCMP_ACT_KILL_THREAD": 0x00000000,
-    "SCMP_ACT_KILL_PROCESS": 0x80000000,
-    "SCMP_ACT_TRAP": 0x00030000,
-    "SCMP_ACT_ERRNO": 0x00050000,
-    "SCMP_ACT_LOG": 0x7FFC0000,
-    "SCMP_ACT_ALLOW": 0x7FFF0000,
-}
-OPERATORS = {
-    "SCMP_CMP_NE": 1,
-    "SCMP_CMP_LT": 2,
-    "SCMP_CMP_LE": 3,
-    "SCMP_CMP_EQ": 4,
-    "SCMP_CMP_GE": 5,
-    "SCMP_CMP_GT": 6,
-    "SCMP_CMP_MASKED_EQ": 7,
-}
+# The actions and comparisons the stack's profiles use (containerd's default as
+# app/tools/bubblewrap/container_seccomp.py states it, and the bubblewrap pod's), by
+# libseccomp's values (seccomp.h); a profile with any other is refused by name (KeyError).
+ACTIONS = {"SCMP_ACT_ERRNO": 0x00050000, "SCMP_ACT_ALLOW": 0x7FFF0000}
+OPERATORS = {"SCMP_CMP_LT": 2, "SCMP_CMP_EQ": 4, "SCMP_CMP_GT": 6, "SCMP_CMP_MASKED_EQ": 7}
 # What runc answers for SCMP_ACT_ERRNO without an errnoRet.
 DEFAULT_ERRNO = 1  # EPERM
 # libseccomp's filter attributes (seccomp.h): set no_new_privs on load; report the kernel's own

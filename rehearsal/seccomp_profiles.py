@@ -200,16 +200,10 @@ def _holds(condition: Mapping[str, Any], value: int) -> bool:
     match condition.get("op"):
         case "SCMP_CMP_EQ":
             return value == operand
-        case "SCMP_CMP_NE":
-            return value != operand
         case "SCMP_CMP_LT":
             return value < operand
-        case "SCMP_CMP_LE":
-            return value <= operand
         case "SCMP_CMP_GT":
             return value > operand
-        case "SCMP_CMP_GE":
-            return value >= operand
         case "SCMP_CMP_MASKED_EQ":
             return value & operand == second
     return False

@@ -3,7 +3,7 @@ kubelet and the container runtime apply them; and every field the rehearsal does
 
 - runAsUser/runAsGroup/runAsNonRoot: the container's value over the pod's, else the image's
   user; runAsNonRoot refuses a uid 0 before the container starts (CreateContainerConfigError).
-- fsGroup and supplementalGroups: supplementary groups of the container's processes.
+- fsGroup: a supplementary group of the container's processes.
   https://kubernetes.io/docs/tasks/configure-pod-container/security-context/
 - privileged: every capability, the host's devices, /proc and /sys unmasked and writable.
   Otherwise the runtime's default capabilities (containerd's list) with `capabilities.add` and
@@ -69,7 +69,7 @@ POD_SIMULATED: Final = frozenset(
     }
 )
 POD_SECURITY_SIMULATED: Final = frozenset(
-    {"runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "supplementalGroups", "seccompProfile"}
+    {"runAsUser", "runAsGroup", "runAsNonRoot", "fsGroup", "seccompProfile"}
 )
 CONTAINER_SIMULATED: Final = frozenset(
     {"name", "image", "command", "args", "workingDir", "env", "volumeMounts", "securityContext"}
@@ -153,10 +153,7 @@ def privileges(
             f"{where}.securityContext: runAsNonRoot is set and the container would run as uid 0"
         )
     privileged = bool(sc.get("privileged", False))
-    groups: list[int] = []
-    for group in [pod_sc.get("fsGroup"), *pod_sc.get("supplementalGroups", [])]:
-        if group is not None and group not in groups:
-            groups.append(group)
+    fs_group = pod_sc.get("fsGroup")
     capabilities = sc.get("capabilities") or {}
     drop, add = set(capabilities.get("drop", [])), set(capabilities.get("add", []))
     caps = set() if "ALL" in drop else set(DEFAULT_CAPS) - drop
@@ -164,7 +161,7 @@ def privileges(
     return Privileges(
         uid=uid,
         gid=gid,
-        groups=tuple(groups),
+        groups=() if fs_group is None else (fs_group,),
         privileged=privileged,
         capabilities=tuple(sorted(caps)),
         no_new_privs=sc.get("allowPrivilegeEscalation") is False,
