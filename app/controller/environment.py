@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import boto3
+from botocore.exceptions import BotoCoreError
 
 from app.controller.services.local_aws import LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
@@ -225,10 +226,19 @@ class ClusterMode(RunMode):
         settings = self.settings
         agent = settings.credentials_agent
         session = boto3.Session(region_name=settings.region)
+        try:
+            # The first client asks the Pod Identity agent for the role's credentials.
+            store = CaseStore.from_session(session, settings.bucket)
+        except BotoCoreError as error:
+            raise RunStopped(
+                f"the Pod Identity agent at {agent.url} gave no credentials ({error})",
+                "the pod's service account needs a Pod Identity association with the analyst "
+                "role, and its node the eks-pod-identity-agent add-on",
+            ) from None
         return Services(
             bucket=settings.bucket,
             session=session,
-            store=CaseStore.from_session(session, settings.bucket),
+            store=store,
             supplier=self._supplier(),
             supplier_key=settings.supplier_key,
             aws_credential=AwsCredentialFile(settings.token_file, "the Pod Identity token file"),

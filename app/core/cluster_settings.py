@@ -150,6 +150,10 @@ def _host(host: str) -> str:
 
 
 def _url(value: str, schemes: tuple[str, ...], accepts: str) -> Endpoint:
+    # urlsplit drops tabs and newlines anywhere and spaces at the ends, without a word: the
+    # URL it would parse is not the one given, which the clients would still send.
+    if not value.isprintable() or any(c.isspace() for c in value):
+        raise Unusable("holds whitespace or a control character", accepts)
     try:
         parts = urlsplit(value)
         port = parts.port  # raises for a port that is not a number in 0..65535

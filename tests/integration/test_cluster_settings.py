@@ -8,7 +8,9 @@ crashed or said rc 0.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import http.server
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +19,7 @@ from app.core import cluster_env
 from app.core.cluster_settings import VARIABLES
 from tests.support.cluster_settings import cluster_environment
 from tests.support.entry_points import clean_env, controller, doctor_fail, listing, the_one_line
+from tests.support.faults import processes_of, settle
 
 pytestmark = pytest.mark.integration
 
@@ -37,13 +40,15 @@ CASES: list[tuple[str, Callable[[Path], str], str]] = [
     (URL, lambda p: "https://localhost:abc", "is not a URL (Port could not be cast to integer"),
     (URL, lambda p: "https://localhost:99999", "is not a URL (Port out of range 0-65535)"),
     (URL, lambda p: "https://[::1", "is not a URL (Invalid IPv6 URL)"),
+    (URL, lambda p: "https://local\nhost:8443", "holds whitespace or a control character"),
+    (AGENT, lambda p: " http://169.254.170.23/v1/credentials", "holds whitespace or a control"),
     (CA, lambda p: str(p / "missing.crt"), "cannot be read (No such file or directory)"),
     (CA, lambda p: _file(p, "ca.txt", b"no PEM here\n"), "holds no PEM certificate"),
     (TOKEN, lambda p: str(p / "missing"), "cannot be read (No such file or directory)"),
     (TOKEN, lambda p: str(p), "is not a regular file"),
     (TOKEN, lambda p: _file(p, "token-nl", b"eyJhbGciOi.a.b\n"), "ends in a newline"),
     (AGENT, lambda p: "http://10.0.0.1/v1/credentials", "is refused by botocore, which takes"),
-    (AGENT, lambda p: "not a url", "is not a URL (its host is not a host name or an IP"),
+    (AGENT, lambda p: "not-a-url", "is not a URL (its host is not a host name or an IP"),
     (cluster_env.REGION, lambda p: "not_a_region!", "is not an AWS Region name"),
     (KEY, lambda p: str(p / "missing-key"), "cannot be read (No such file or directory)"),
     (KEY, lambda p: "/dev/zero", "is not a regular file"),
@@ -87,3 +92,57 @@ def test_every_cluster_setting_passes_doctor_when_well_formed(work_base: Path) -
     for claim in CLAIMS.values():
         assert f"PASS {claim}: " in checked.stdout, checked.stdout
     assert "not-a-real-key" not in checked.stdout and "eyJhbGciOi" not in checked.stdout
+
+
+class _Refusing(http.server.BaseHTTPRequestHandler):
+    """A Pod Identity agent that refuses every pod, as one without an association does."""
+
+    def do_GET(self) -> None:
+        body = b'{"message": "no Pod Identity association for this service account"}'
+        self.send_response(403)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def refusing_agent() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1/credentials"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_agent_that_gives_no_credentials_stops_the_run_with_one_line(
+    refusing_agent: str, work_base: Path
+) -> None:
+    """Every setting well formed, and the agent refuses (403): botocore's traceback once, exit
+    1; now one line naming the agent and what the pod lacks, and nothing of the run left."""
+    files = work_base / "files"
+    files.mkdir()
+    env = clean_env(
+        **cluster_environment(files, **{URL: "https://localhost:8443", AGENT: refusing_agent})
+    )
+    work, out = work_base / "work", work_base / "out"
+    ran = controller("run", "--layer", "nono", "--workdir", str(work), "--out", str(out), env=env)
+    assert ran.returncode == 1, ran.stderr
+    line = the_one_line(ran)
+    assert line.startswith(
+        f"error (run stopped): the Pod Identity agent at {refusing_agent} gave no credentials "
+        "(Error when retrieving credentials from container-role: Error retrieving metadata: "
+        "Received non 200 response 403 from container metadata: "
+    ), line
+    assert line.endswith(
+        "; the pod's service account needs a Pod Identity association with the analyst role, "
+        "and its node the eks-pod-identity-agent add-on"
+    ), line
+    assert not out.exists()
+    assert settle(lambda: processes_of(work)) == []
+    assert settle(lambda: sorted(listing(work)) if work.exists() else []) == []

@@ -260,6 +260,11 @@ OPTION_ROWS = [
         f"{URL}='https://localhost:99999': is not a URL (Port out of range 0-65535)",
     ),
     cluster_row(
+        "cluster supplier URL with a newline in its host, which urlsplit drops",
+        lambda f: {URL: "https://supplier\n.evil:8443"},
+        f"{URL}='https://supplier\\n.evil:8443': holds whitespace or a control character",
+    ),
+    cluster_row(
         "cluster supplier URL with an open bracket",
         lambda f: {cluster_env.SUPPLIER_API_ALIAS_URL: "https://[::1"},
         "SUPPLIER_API_ALIAS_URL='https://[::1': is not a URL (Invalid IPv6 URL)",
