@@ -288,3 +288,30 @@ def test_the_comparison_page_sets_each_check_and_attack_side_by_side(
     (attacks,) = find(dom, "table", id="attack-comparison")
     _assert_kinds_read_apart(find(inside(dom, attacks), None, data_kind=""))
     _assert_hostile_text_is_text(dom, HOSTILE_NAME)
+
+
+def test_the_hardware_frame_is_drawn_only_when_the_guest_names_an_enclave(
+    page_runs: Runs, tmp_path: Path, chromium: str
+) -> None:
+    """A local run's guest names no enclave: no frame, and the page says why. The same run's
+    documents with a Nitro guest's product name draw the frame around the pod."""
+    own = parse(browser.dump_dom(page_runs.out(Layer.BUBBLEWRAP) / "report.html"))
+    assert not find(own, "g", data_box="hardware")
+    assert "No hardware-isolation frame is drawn" in _text_of(find(own, "p"))
+    evidence = page_runs.document(Layer.BUBBLEWRAP, "evidence.json")
+    evidence["guest"]["product_name"] = "c7i.enclave"
+    checks = page_runs.document(Layer.BUBBLEWRAP, "checks.json")
+    comparison = page_runs.document(Layer.BUBBLEWRAP, "comparison.json")
+    page = tmp_path / "report.html"
+    page.write_bytes(render_report(ReportInputs(evidence, checks, comparison)))
+    dom = parse(browser.dump_dom(page))
+    (frame,) = find(dom, "g", data_box="hardware")
+    (rect,) = find(inside(dom, frame), "rect")
+    (pod_group,) = find(dom, "g", data_box="pod")
+    (pod,) = find(inside(dom, pod_group), "rect")
+    # The frame encloses the pod.
+    x, y, w, h = (float(rect.attrs[k]) for k in ("x", "y", "width", "height"))
+    px, py, pw, ph = (float(pod.attrs[k]) for k in ("x", "y", "width", "height"))
+    assert x < px and y < py and x + w > px + pw and y + h > py + ph
+    assert "the guest names c7i.enclave" in frame.text
+    assert "No hardware-isolation frame is drawn" not in _text_of(find(dom, "p"))
