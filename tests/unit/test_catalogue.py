@@ -138,6 +138,27 @@ def test_each_record_keeps_its_id_section_and_what_was_observed() -> None:
     ]  # fmt: skip
 
 
+def test_quiet_prints_only_skips_and_fails_each_under_its_sections_header() -> None:
+    """--quiet: a section whose checks all pass prints nothing, not even its header; another
+    prints its header, with its whole count, before its first SKIP or FAIL; every record is kept
+    for checks.json all the same."""
+    stream = io.StringIO()
+    checks = CheckLog(stream=stream, quiet=True)
+    checks.begin(Section("passing", FIRST))
+    checks.require(FIRST, True, detail="seen: 1")
+    checks.begin(SECTION)
+    checks.require(FIRST, True, detail="seen: 1")
+    checks.skip(SECOND(role="a", what="x"), "not here")
+    with pytest.raises(CheckFailed):
+        checks.require(SECOND(role="b", what="y"), False, detail="seen: 0")
+    assert stream.getvalue().splitlines() == [
+        "== test (3 checks)",
+        "SKIP the a holds x \u2014 not here",
+        "FAIL the b holds y (seen: 0) [test.b.second]",
+    ]
+    assert [r["outcome"] for r in checks.as_json()] == ["PASS", "PASS", "SKIP", "FAIL"]
+
+
 def test_conditions_and_families_expand_from_the_facts() -> None:
     section = Section(
         "test", when("cluster", FIRST), unless("cluster", each("role", "roles", SECOND))
