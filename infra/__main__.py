@@ -28,15 +28,15 @@ from infra.components.cluster import ClusterAccess, ClusterSettings
 from infra.components.egress import EgressPolicies, EgressPrerequisites, EgressSettings
 from infra.components.identity import AnalystIdentity, IdentitySettings
 from infra.components.images import Images, ImageSettings
-from infra.components.jobs import AnalystJobs, DeployedInputs, JobSettings
+from infra.components.jobs import AnalystJobs, DeployedInputs
 from infra.components.pki import SecretSettings, SupplierSecrets
 from infra.components.security_profiles import ProfileSettings, SecurityProfiles
 from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi, SupplierSettings
 from infra.components.workspace import Workspace, WorkspaceSettings
 from infra.config import load_config
-from infra.egress import denied_destinations
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
+from infra.render_manifests import job_settings
 from infra.targets import needs_security_profiles, pod_security_level
 
 config = load_config()
@@ -158,19 +158,7 @@ supplier = SupplierApi(
 # is admitted, or the pod starts without AWS credentials.
 jobs = AnalystJobs(
     "analyst",
-    JobSettings(
-        namespace=config.namespace,
-        case_id=config.case_id,
-        region=config.region,
-        model_id=config.model_id,
-        layers=config.layers,
-        runtime_target=config.runtime_target,
-        node_apparmor=config.node_app_armor,
-        run_trigger=config.run_trigger,
-        comparison_pod=config.comparison_pod,
-        service_account=ANALYST_SERVICE_ACCOUNT,
-        egress_denied=denied_destinations(config.region) if config.egress_policy else "",
-    ),
+    job_settings(config),
     DeployedInputs(
         image=images.analyst_image,
         bucket_name=store.bucket_name,

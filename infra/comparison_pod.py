@@ -9,12 +9,13 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from .pod_specs import (
-    APP_UID,
     JOB_TTL_SECONDS,
     LAYER_LABEL,
     RUNTIME_DEFAULT,
     DeployValue,
+    app_user,
     layer_labels,
+    no_privilege,
 )
 
 # The label the Job controller gives each pod of a Job: the Job's own name.
@@ -51,12 +52,7 @@ def comparison_job_spec(
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": APP_UID,
-            "runAsGroup": APP_UID,
-            "seccompProfile": RUNTIME_DEFAULT,
-        },
+        "securityContext": {**app_user(), "seccompProfile": RUNTIME_DEFAULT},
         # Onto the node where this layer's analyst pod is running, and only there.
         "affinity": {
             "podAffinity": {
@@ -82,11 +78,7 @@ def comparison_job_spec(
                 "workingDir": env.APP_DIR,
                 "command": ["python", "-m", "app.controller", "guest-readings"],
                 "resources": COMPARISON_RESOURCES,
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
+                "securityContext": no_privilege(),
             }
         ],
     }

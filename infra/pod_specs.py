@@ -75,6 +75,22 @@ LAYER_LABEL = env.LAYER_LABEL
 
 RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
 
+
+def app_user() -> dict[str, Any]:
+    """The identity every container but the bubblewrap pod's init container runs as."""
+    return {"runAsUser": APP_UID, "runAsGroup": APP_UID, "runAsNonRoot": True}
+
+
+def no_privilege() -> dict[str, Any]:
+    """What every unprivileged container of the stack holds: no privilege gain (no_new_privs),
+    a read-only root, no capabilities."""
+    return {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+
+
 RUN_DIR_VOLUME = "run"
 TMP_VOLUME = "tmp"
 
@@ -103,6 +119,44 @@ class JobInputs:
     node_apparmor: bool = False
     # egressPolicy: the destinations no rule names (infra/egress.py), which the Job probes.
     egress_denied: str = ""
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """The stack settings the analyst Jobs are made from; what only a deployment knows comes
+    in per Job (`inputs`)."""
+
+    namespace: str
+    case_id: str
+    region: str
+    model_id: str
+    layers: tuple[Layer, ...]
+    runtime_target: RuntimeTarget
+    node_apparmor: bool
+    run_trigger: str
+    comparison_pod: bool
+    service_account: str
+    # egressPolicy: the destinations the Job must fail to reach (empty: no policy, no probe).
+    egress_denied: str = ""
+
+    def inputs(
+        self, layer: Layer, *, image: DeployValue, bucket: DeployValue, role_name: DeployValue
+    ) -> JobInputs:
+        """One layer's Job, with the deployment's values (Outputs in the program)."""
+        return JobInputs(
+            layer=layer,
+            image=image,
+            namespace=self.namespace,
+            case_id=self.case_id,
+            bucket=bucket,
+            region=self.region,
+            model_id=self.model_id,
+            role_name=role_name,
+            service_account=self.service_account,
+            target=self.runtime_target,
+            node_apparmor=self.node_apparmor,
+            egress_denied=self.egress_denied,
+        )
 
 
 def supplier_command(case_id: str) -> list[str]:
@@ -213,12 +267,7 @@ def _bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
     # out allowPrivilegeEscalation: false and the runtime's seccomp profile for the controller;
     # the tool processes get uid 1000, no capabilities, no_new_privs and seccomp from bwrap.
     container = _analyst_container(job)
-    container["securityContext"] = {
-        "privileged": True,
-        "runAsUser": APP_UID,
-        "runAsGroup": APP_UID,
-        "runAsNonRoot": True,
-    }
+    container["securityContext"] = {"privileged": True, **app_user()}
     init = {
         "name": "raise-userns-limit",
         "image": job.image,
@@ -244,15 +293,7 @@ def _hardened_bubblewrap_pod(job: JobInputs) -> dict[str, Any]:
     # `doctor` names it when it is 0. The controller keeps no_new_privs, no capabilities and a
     # read-only root, as the nono pod does.
     container = _analyst_container(job)
-    context: dict[str, Any] = {
-        "runAsUser": APP_UID,
-        "runAsGroup": APP_UID,
-        "runAsNonRoot": True,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-        "procMount": "Unmasked",
-    }
+    context: dict[str, Any] = {**app_user(), **no_privilege(), "procMount": "Unmasked"}
     if job.node_apparmor:
         # The runtime's default AppArmor profile denies every mount; this one allows bwrap's.
         context["appArmorProfile"] = {
@@ -271,13 +312,9 @@ def _nono_pod(job: JobInputs) -> dict[str, Any]:
     # for an unprivileged process anyway, so this pod is hardened throughout.
     container = _analyst_container(job)
     container["securityContext"] = {
-        "runAsUser": APP_UID,
-        "runAsGroup": APP_UID,
-        "runAsNonRoot": True,
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-        "seccompProfile": {"type": "RuntimeDefault"},
+        **app_user(),
+        **no_privilege(),
+        "seccompProfile": dict(RUNTIME_DEFAULT),
     }
     return _pod(job, containers=[container], init_containers=[], seccomp=RUNTIME_DEFAULT)
 
@@ -318,13 +355,8 @@ def _pod(
     init_containers: list[dict[str, Any]],
     seccomp: dict[str, str] | None,
 ) -> dict[str, Any]:
-    security: dict[str, Any] = {
-        "runAsNonRoot": True,
-        "runAsUser": APP_UID,
-        "runAsGroup": APP_UID,
-        # The key file is 0440 root:<fsGroup>, so the controller reads it by group.
-        "fsGroup": APP_UID,
-    }
+    # The key file is 0440 root:<fsGroup>, so the controller reads it by group.
+    security: dict[str, Any] = {**app_user(), "fsGroup": APP_UID}
     if seccomp is not None:
         security["seccompProfile"] = seccomp
     spec: dict[str, Any] = {
@@ -362,11 +394,9 @@ def supplier_pod_spec(*, image: DeployValue, case_id: str) -> dict[str, Any]:
     return {
         "automountServiceAccountToken": False,
         "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": APP_UID,
-            "runAsGroup": APP_UID,
+            **app_user(),
             "fsGroup": APP_UID,
-            "seccompProfile": {"type": "RuntimeDefault"},
+            "seccompProfile": dict(RUNTIME_DEFAULT),
         },
         "containers": [
             {
@@ -377,11 +407,7 @@ def supplier_pod_spec(*, image: DeployValue, case_id: str) -> dict[str, Any]:
                 "ports": [{"name": "https", "containerPort": env.SUPPLIER_PORT}],
                 "readinessProbe": {"tcpSocket": {"port": "https"}, "periodSeconds": 5},
                 "resources": SUPPLIER_RESOURCES,
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
+                "securityContext": no_privilege(),
                 "volumeMounts": [
                     {"name": "supplier-key", "mountPath": env.SUPPLIER_KEY_DIR, "readOnly": True},
                     {"name": "supplier-tls", "mountPath": env.SUPPLIER_TLS_DIR, "readOnly": True},

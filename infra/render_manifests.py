@@ -38,7 +38,7 @@ from .manifests import (
     supplier_services,
     supplier_tls_secret,
 )
-from .pod_specs import JobInputs
+from .pod_specs import JobSettings
 from .security_profiles import seccomp_profile_object
 from .targets import RuntimeTarget, needs_security_profiles, pod_security_level
 
@@ -77,6 +77,23 @@ def stack_config(stack: str, overrides: dict[str, Any] | None = None) -> StackCo
     return parse_config(raw | (overrides or {}))
 
 
+def job_settings(config: StackConfig) -> JobSettings:
+    """The stack's settings as the analyst Jobs take them: the program's and this renderer's."""
+    return JobSettings(
+        namespace=config.namespace,
+        case_id=config.case_id,
+        region=config.region,
+        model_id=config.model_id,
+        layers=config.layers,
+        runtime_target=config.runtime_target,
+        node_apparmor=config.node_app_armor,
+        run_trigger=config.run_trigger,
+        comparison_pod=config.comparison_pod,
+        service_account=ANALYST_SERVICE_ACCOUNT,
+        egress_denied=denied_destinations(config.region) if config.egress_policy else "",
+    )
+
+
 def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, Any]]:
     """Every object the stack creates, in the order the program creates them (the Helm
     releases of the hardened-container target are charts, not objects: see security_profiles)."""
@@ -106,21 +123,11 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
             ),
             supplier_ingress_policy(namespace),
         ]
+    settings = job_settings(config)
     jobs = [
         analyst_job(
-            JobInputs(
-                layer=layer,
-                image=values.analyst_image,
-                namespace=namespace,
-                case_id=config.case_id,
-                bucket=values.bucket,
-                region=config.region,
-                model_id=config.model_id,
-                role_name=values.role_name,
-                service_account=ANALYST_SERVICE_ACCOUNT,
-                target=config.runtime_target,
-                node_apparmor=config.node_app_armor,
-                egress_denied=denied_destinations(config.region) if config.egress_policy else "",
+            settings.inputs(
+                layer, image=values.analyst_image, bucket=values.bucket, role_name=values.role_name
             ),
             config.run_trigger,
         )

@@ -17,27 +17,8 @@ from app.core.roles import Layer
 from ..comparison_pod import comparison_job_spec
 from ..manifests import COMPARISON_JOB_PREFIX, job_metadata
 from ..naming import NAME_SUFFIX_BYTES, job_name, spec_digest
-from ..pod_specs import JobInputs, job_spec
-from ..targets import RuntimeTarget
+from ..pod_specs import JobInputs, JobSettings, job_spec
 from .options import child_options
-
-
-@dataclass(frozen=True)
-class JobSettings:
-    """The stack settings the Jobs are made from."""
-
-    namespace: str
-    case_id: str
-    region: str
-    model_id: str
-    layers: tuple[Layer, ...]
-    runtime_target: RuntimeTarget
-    node_apparmor: bool
-    run_trigger: str
-    comparison_pod: bool
-    service_account: str
-    # egressPolicy: the destinations the Job must fail to reach (empty: no policy, no probe).
-    egress_denied: str = ""
 
 
 @dataclass(frozen=True)
@@ -106,20 +87,11 @@ class AnalystJobs(pulumi.ComponentResource):
         return job_spec(inputs)
 
     def _job_inputs(self, layer: Layer, deployed: DeployedInputs, **resolved: Any) -> JobInputs:
-        settings = self._settings
-        return JobInputs(
-            layer=layer,
+        return self._settings.inputs(
+            layer,
             image=resolved.get("image", deployed.image),
-            namespace=settings.namespace,
-            case_id=settings.case_id,
             bucket=resolved.get("bucket", deployed.bucket_name),
-            region=settings.region,
-            model_id=settings.model_id,
             role_name=resolved.get("role_name", deployed.role_name),
-            service_account=settings.service_account,
-            target=settings.runtime_target,
-            node_apparmor=settings.node_apparmor,
-            egress_denied=settings.egress_denied,
         )
 
     def _job(
