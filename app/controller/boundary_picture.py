@@ -215,7 +215,7 @@ def _nono_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
         network = f"only its proxy, which forwards to {supplier.get('upstream', '?')}"
     return RoleView(
         role=role,
-        uid=f"uid {uid[0]}" if uid else "uid: not read for this role",
+        uid=f"uid {uid[0]}" if uid else _uid_unread(readings),
         namespaces="none of its own (nono confines with Landlock and seccomp)",
         filters=filters,
         mounts=mounts,
@@ -223,6 +223,14 @@ def _nono_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
         route=route,
         proxy=proxy,
     )
+
+
+def _uid_unread(readings: Mapping[str, Any]) -> str:
+    """What the box says of a role whose uid the run did not read from the host's /proc."""
+    read = [role for role in ROLES if f"{role}_status_on_host" in readings]
+    if not read:
+        return "uid: not read for this role"
+    return f"uid: not read (the host's /proc was read for the {' and '.join(read)} alone)"
 
 
 def role_views(evidence: Mapping[str, Any]) -> list[RoleView]:

@@ -161,6 +161,13 @@ def test_the_browser_shows_every_check_the_matrix_and_the_boundary(
     svg_text = _text_of(find(dom, "text"))
     for view in role_views(evidence):
         assert f"{view.role} (" in svg_text
+        # Its uid as the run read it, or which role's the run read instead.
+        assert view.uid in svg_text, view.role
+        status = evidence["readings"].get(f"{view.role}_status_on_host")
+        if layer is Layer.BUBBLEWRAP or status:
+            assert view.uid.startswith("uid 1000"), view.uid
+        else:
+            assert view.uid == "uid: not read (the host's /proc was read for the reader alone)"
         assert view.mounts
         for mount in view.mounts:
             assert f"{mount.target} ({mount.mode})" in svg_text, mount
