@@ -25,7 +25,7 @@ from collections.abc import Callable
 from typing import Final, Generic, TypeVar
 
 from app.core.run_tree import INTERPRETER, WORKER_ENTRY
-from app.tools.channel import Channel, Ending, Output, failure
+from app.tools.channel import Channel, Output, failure
 
 T = TypeVar("T")
 
@@ -119,14 +119,13 @@ class ChannelCall(Generic[T]):
         return self._outcome[0]
 
 
-def exec_on_channel(
-    call: Callable[[], T], *, who: str, stop: Callable[[], None], time_limit: float
-) -> tuple[Output, T]:
+def exec_on_channel(call: Callable[[], T], *, who: str, time_limit: float) -> tuple[Output, T]:
     """Makes ``call`` on a new channel and reads it meanwhile: what the tool sent back, and
     what the call returned once it has. Output past the channel's bounds raises its stop
-    (app/tools/channel.py's ``failure``) after ``stop`` has ended the tool, and the call has
-    returned. ``time_limit`` is the call's own, which its caller holds; the reading outlasts
-    it a little, and ends only if that holder failed."""
+    (app/tools/channel.py's ``failure``) once the call has returned: the channel is closed
+    first, so a tool still writing gets EPIPE, and only nono-py, which alone knows the child,
+    ends it, at its time limit if not before. ``time_limit`` is the call's own, which nono-py
+    holds; the reading outlasts it a little, and ends only if nono-py failed to."""
     channel = Channel()
     made = ChannelCall(channel, call)
     output: Output | None = None
@@ -135,8 +134,6 @@ def exec_on_channel(
         channel.close_write()
         output = channel.read(made.ended_fd, time.monotonic() + time_limit + _READING_MARGIN)
     finally:
-        if output is None or output.ending is not Ending.COMPLETE:
-            stop()
         # Closed before waiting: a tool still writing gets EPIPE, and buffers nothing more.
         channel.close()
         made.join()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from contextlib import nullcontext, suppress
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
@@ -29,7 +29,6 @@ from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.loader import FILTER_OPTION
 from app.tools.nono.channel import NONO_WORKER_COMMAND, exec_on_channel
 from app.tools.nono.checks import NonoChecks
-from app.tools.nono.deadline import ToolDeadline, held_here
 from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading, read_while_held
 from app.tools.nono.policy import (
@@ -52,6 +51,8 @@ from app.tools.seccomp import LibseccompError, nono_baseline_filter
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
+# nono-py's exit status for a child it killed at its time limit.
+NONO_TIMED_OUT: Final = 124
 
 REFUSALS = Refusals(
     hidden_file=Errno.EACCES,
@@ -96,10 +97,6 @@ class NonoLayer(ConfinementLayer):
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
         self.time_limit_seconds: float = TOOL_TIMEOUT_SECONDS
-        # Whether the controller can hold a tool's time limit itself (nono/deadline.py), and
-        # whether Landlock filters TCP itself, so that a proxy-only role needs no supervisor.
-        self.deadline_held_here = held_here()
-        self._landlock_filters_tcp = nono_py.detect_abi().has_network
 
     # --- profiles -----------------------------------------------------------------------------
 
@@ -270,35 +267,31 @@ class NonoLayer(ConfinementLayer):
         limit = self.time_limit_seconds
         try:
             caps = self._capabilities(role, profile)
-            held = self._holds_deadline(profile)
-            deadline = ToolDeadline(limit) if held else None
 
             def sandboxed() -> nono_py.ExecResult:
-                with deadline if deadline is not None else nullcontext():
-                    return nono_py.sandboxed_exec(
-                        caps,
-                        command,
-                        # The code directory is read-only for every role; the worker's command
-                        # puts the working directory first on sys.path, so a writable one would
-                        # let a role plant a module for its next start.
-                        cwd=str(self.run.paths.code),
-                        timeout_secs=None if held else limit,
-                        env=self._environment(role, profile),
-                        inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
-                        enforcement_mode=enforcement_mode
-                        or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
-                        max_file_size_bytes=process.get("max_file_bytes"),
-                        uid=drop.get("user"),
-                        gid=drop.get("group"),
-                    )
+                # nono-py holds the time limit: it waits for its child in 10 ms sleeps, which
+                # costs every call some 5 ms (docs/notes/nono-py-timeout-polling.md).
+                return nono_py.sandboxed_exec(
+                    caps,
+                    command,
+                    # The code directory is read-only for every role; the worker's command puts
+                    # the working directory first on sys.path, so a writable one would let a
+                    # role plant a module for its next start.
+                    cwd=str(self.run.paths.code),
+                    timeout_secs=limit,
+                    env=self._environment(role, profile),
+                    inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
+                    enforcement_mode=enforcement_mode
+                    or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
+                    max_file_size_bytes=process.get("max_file_bytes"),
+                    uid=drop.get("user"),
+                    gid=drop.get("group"),
+                )
 
             TOOL_STARTS.add()
             output, result = exec_on_channel(
                 sandboxed,
                 who=f"the {role}'s tool process",
-                # Where nono-py holds the limit, only it can end the call: a tool past the
-                # channel's bounds then gets EPIPE until nono-py's timeout ends it.
-                stop=deadline.stop if deadline is not None else lambda: None,
                 time_limit=limit,
             )
         except (RuntimeError, ValueError, OSError) as error:
@@ -308,25 +301,9 @@ class NonoLayer(ConfinementLayer):
         finally:
             self.proxies.drain(role)
         # The worker itself never exits 124: that is nono-py's status for its own timeout.
-        if (deadline is not None and deadline.expired) or (not held and result.exit_code == 124):
+        if result.exit_code == NONO_TIMED_OUT:
             raise ToolRunError(f"the {role}'s tool process timed out after {limit}s")
         return output.data, result.exit_code
-
-    def _time_limit_holder(self) -> str:
-        if not self.deadline_held_here:
-            return "nono-py"
-        if self._landlock_filters_tcp:
-            return "controller"
-        return "controller; nono-py for a role with a proxy"
-
-    def _holds_deadline(self, profile: dict[str, Any]) -> bool:
-        """Whether the controller holds this call's time limit (nono/deadline.py) rather than
-        nono-py, whose timeout costs every call about 5 ms but which must keep it where its
-        wait loop also answers a proxy-only role's seccomp supervisor."""
-        if not self.deadline_held_here:
-            return False
-        proxied = "custom_credentials" in profile.get("network", {})
-        return self._landlock_filters_tcp or not proxied
 
     def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading:
         """The role's process as the host's /proc shows it, while it waits to be released."""
@@ -416,11 +393,7 @@ class NonoLayer(ConfinementLayer):
             "proxies": {role: self.proxies.base_url(role) for role in self.proxies.roles},
             "proxy_host": self.proxies.host_json(),
             "largest_tool_peak_kib": self.tool_peak_kib,
-            "time_limit": {
-                "seconds": self.time_limit_seconds,
-                "held_by": self._time_limit_holder(),
-                "landlock_filters_tcp": self._landlock_filters_tcp,
-            },
+            "time_limit": {"seconds": self.time_limit_seconds, "held_by": "nono-py"},
         }
 
     def policy_in_force(self) -> dict[Role, Any]:
