@@ -207,6 +207,21 @@ def _name(pattern: re.Pattern[str], what: str, accepts: str) -> Callable[[str], 
     return parse
 
 
+def _destinations(value: str) -> tuple[tuple[str, int], ...]:
+    """The destinations the stack's egress policy denies the pod: ``host:port``, space-separated."""
+    found = []
+    for part in value.split():
+        host, _, port = part.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise Unusable(
+                f"holds {part!r}, which is not host:port",
+                "host:port destinations with a port from 1 to 65535, space-separated, as the "
+                "Job sets it",
+            )
+        found.append((host, int(port)))
+    return tuple(found)
+
+
 def _rehearsal_switch(value: str) -> bool:
     if value != cluster_env.REHEARSAL_ON:
         raise Unusable(
@@ -305,6 +320,13 @@ REHEARSAL: Final = Variable(
     cluster_env.REHEARSAL, "the rehearsal switch", _rehearsal_switch, default=lambda: False
 )
 
+EGRESS_DENIED: Final[Variable[tuple[tuple[str, int], ...]]] = Variable(
+    cluster_env.EGRESS_DENIED,
+    "the destinations the pod's egress policy denies",
+    _destinations,
+    default=lambda: (),
+)
+
 VARIABLES: Final[tuple[Variable[Any], ...]] = (
     BUCKET,
     REGION,
@@ -317,6 +339,7 @@ VARIABLES: Final[tuple[Variable[Any], ...]] = (
     CREDENTIALS_URI,
     TOKEN_FILE,
     REHEARSAL,
+    EGRESS_DENIED,
 )
 
 

@@ -52,6 +52,8 @@ CASES: list[tuple[str, Callable[[Path], str], str]] = [
     (cluster_env.REGION, lambda p: "not_a_region!", "is not an AWS Region name"),
     (KEY, lambda p: str(p / "missing-key"), "cannot be read (No such file or directory)"),
     (KEY, lambda p: "/dev/zero", "is not a regular file"),
+    # Read once the checks reached the egress section, long after the tree existed (exit 2).
+    (cluster_env.EGRESS_DENIED, lambda p: "203.0.113.9:443 maybe", "holds 'maybe', which is not"),
 ]
 
 

@@ -276,7 +276,7 @@ OPTION_ROWS = [
     ),
     cluster_row(
         "cluster supplier URL with a host that is no name",
-        lambda f: {URL: "https://sup plier:8443"},
+        lambda f: {URL: "https://sup_plier:8443"},
         "its host is not a host name or an IP address",
     ),
     cluster_row(

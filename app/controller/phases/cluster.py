@@ -16,7 +16,7 @@ import boto3
 
 from app.controller import catalogue as c
 from app.core import cluster_env
-from app.core.errors import BadInput
+from app.core.cluster_settings import EGRESS_DENIED
 from app.core.run import Run
 
 HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
@@ -105,8 +105,8 @@ def _service_name_over_tls(run: Run) -> None:
 def pod_egress_bounded(run: Run, session: boto3.Session) -> None:
     """Beside two controls (STS as the SDK calls it, the supplier), each destination of
     EGRESS_DENIED times out or is refused within EGRESS_BOUND_SECONDS."""
-    setting = os.environ.get(cluster_env.EGRESS_DENIED, "") if run.in_cluster else ""
-    denied = [_host_port(part) for part in setting.split()]
+    # Checked with the other settings before the run began.
+    denied = EGRESS_DENIED.value(os.environ) if run.in_cluster else ()
     keys = tuple(c.egress_key(host, port) for host, port in denied)
     run.checks.begin(c.EGRESS, bounded=bool(denied), denied=keys)
     if not run.in_cluster:
@@ -133,13 +133,6 @@ def pod_egress_bounded(run: Run, session: boto3.Session) -> None:
             answer.startswith(("no answer", "refused")),
             detail=answer,
         )
-
-
-def _host_port(part: str) -> tuple[str, int]:
-    host, _, port = part.rpartition(":")
-    if not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise BadInput(f"{cluster_env.EGRESS_DENIED}: {part!r} is not host:port")
-    return host, int(port)
 
 
 def _connect(host: str, port: int) -> str:
