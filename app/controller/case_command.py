@@ -85,6 +85,11 @@ def _claim_new_folder(folder: Path) -> None:
         return
     except FileExistsError:
         pass
+    except OSError as error:  # /proc, a read-only mount, a folder closed to this user
+        raise BadInput(
+            f"{folder}: cannot be created ({error.strerror})",
+            "pass a folder on a writable filesystem",
+        ) from None
     if folder.is_symlink() or not folder.is_dir():
         raise BadInput(f"{folder}: exists and is not a folder; case new writes a new folder")
     if any(folder.iterdir()):

@@ -138,6 +138,13 @@ ROWS = [
     ),
     Bad("case, no command", lambda p: [*CONTROLLER, "case"], 2, "required"),
     Bad(
+        "case new, in /proc",
+        lambda p: [*CONTROLLER, "case", "new", "/proc/my-case"],
+        2,
+        "/proc/my-case: cannot be created (No such file or directory); pass a folder on a "
+        "writable filesystem",
+    ),
+    Bad(
         "case check, not a folder",
         lambda p: [*CONTROLLER, "case", "check", str(p / "none")],
         2,
