@@ -65,7 +65,7 @@ def test_file_rules_are_the_code_the_role_input_and_usr(role: str) -> None:
     assert profile["filesystem"] == {
         "read": ["/usr", RUN_VALUES.code_dir, f"{RUN_VALUES.run_dir}/{role}/in"],
         # Each output file, never the directory: the role can create no file of its own.
-        "allow": [f"{out}/{name}" for name in OUTPUT_FILES[role]],  # type: ignore[index]
+        "allow_file": [f"{out}/{name}" for name in OUTPUT_FILES[role]],  # type: ignore[index]
     }
     assert "inherit" not in profile["environment"]
     assert profile["process"] == {
@@ -136,7 +136,7 @@ def test_fill_turns_the_committed_profile_into_the_live_one() -> None:
 @pytest.mark.parametrize(
     ("widening", "role", "where"),
     [
-        (Widening(reader_reads_key_file=True), "reader", ["filesystem.read"]),
+        (Widening(reader_reads_key_file=True), "reader", ["filesystem.read_file"]),
         (Widening(evaluator_network=True), "evaluator", ["network.block"]),
         (
             Widening(writer_purchase_orders=True),

@@ -71,7 +71,7 @@ def _files(role: Role) -> dict[str, Proof]:
             watcher = HELD
         elif name == CHECK_FILE and role == "writer":
             watcher = common.WRITER_WRITES.id
-        account[f"filesystem.allow[<RUN>/{role}/out/{name}]"] = Watched(
+        account[f"filesystem.allow_file[<RUN>/{role}/out/{name}]"] = Watched(
             watcher, "the file answers EACCES"
         )
     return account

@@ -47,6 +47,7 @@ from app.tools.nono.policy import (
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
+from app.tools.nono.translate import Network, capability_set, grants
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
 
 # nono-py's own default, which a profile without an enforcement mode gets.
@@ -145,29 +146,13 @@ class NonoLayer(ConfinementLayer):
     # --- the role's capabilities and environment ----------------------------------------------
 
     def _capabilities(self, role: Role, profile: dict[str, Any]) -> nono_py.CapabilitySet:
-        caps = nono_py.CapabilitySet()
-        files = profile.get("filesystem", {})
-        for mode, paths in (
-            (nono_py.AccessMode.READ, files.get("read", [])),
-            (nono_py.AccessMode.READ_WRITE, files.get("allow", [])),
-        ):
-            for path in paths:
-                if Path(path).is_dir():
-                    caps.allow_path(path, mode)
-                else:
-                    caps.allow_file(path, mode)
-        network = profile.get("network", {})
-        if network.get("block") is True:
-            caps.block_network()
-        elif "custom_credentials" in network:
-            self._start_proxy(role, network)
-            # The role's front alone: nono's own listener, and every other port, answer
-            # EACCES (nono-py's proxy_only would grant nono's listener, which tunnels).
-            caps.block_network()
-            caps.allow_tcp_connect_port(self.proxies.port(role))
-        elif network:
-            raise ToolRunError(f"the {role} profile's network section is not understood: {network}")
-        return caps
+        """The role's capability set (translate.py), its proxy started first if it has one."""
+        granted = grants(role, profile)
+        front_port = None
+        if granted.network is Network.FRONT:
+            self._start_proxy(role, profile["network"])
+            front_port = self.proxies.port(role)
+        return capability_set(granted, front_port)
 
     @staticmethod
     def _proxy_asked(role: Role, network: dict[str, Any]) -> tuple[ProxyRoute, ProxyFront]:

@@ -123,8 +123,6 @@ def generate_profile(
     read = [*SYSTEM_READ, values.code_dir, f"{workspace}/in"]
     # Each output file alone, not the directory: the role can create no file of its own.
     write = [f"{workspace}/out/{name}" for name in OUTPUT_FILES[role]]
-    if widening.reader_reads_key_file and role == "reader":
-        read.append(values.key_file)
     rules = endpoint_rules(role, values.case_id)
     if widening.writer_purchase_orders and role == "writer":
         rules.append(PURCHASE_ORDER)
@@ -165,7 +163,15 @@ def generate_profile(
 
     return {
         "meta": {"name": f"analyst-{role}", "version": PROFILE_VERSION},
-        "filesystem": {"read": read, "allow": write},
+        "filesystem": {
+            "read": read,
+            **(
+                {"read_file": [values.key_file]}
+                if widening.reader_reads_key_file and role == "reader"
+                else {}
+            ),
+            "allow_file": write,
+        },
         "environment": environment,
         "network": network,
         "process": {
