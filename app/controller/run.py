@@ -11,6 +11,7 @@ and leaves no report behind.
 from __future__ import annotations
 
 import errno
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
@@ -50,6 +51,7 @@ from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
+from app.core.decoy_view import DecoyView
 from app.core.errors import RunStopped
 from app.core.escaping import escaped
 from app.core.roles import Layer
@@ -148,6 +150,14 @@ class PreparedRun:
     out: OutClaim
 
 
+def _decoy_view(paths: RunPaths) -> DecoyView | None:
+    """The view every tool process starts in, where the local secrets are (a root controller
+    keeps them, root's alone); None in the cluster, whose secrets are the pod's mounts."""
+    if os.geteuid() != 0 or not paths.secrets.is_dir():
+        return None
+    return DecoyView.create(paths.secrets, paths.decoys)
+
+
 @contextmanager
 def prepared_run(
     plan: RunPlan, stream: TextIO | None = None, clock: PhaseClock | None = None
@@ -167,8 +177,8 @@ def prepared_run(
         stack.enter_context(out)
         # Whatever the controller's own clean-up leaves, however it ends, the clean-up process
         # takes.
-        secrets = RunPaths(plan.run_id, plan.top).secrets
-        stack.enter_context(CleanupProcess([secrets, out.staging, tree_end]))
+        layout = RunPaths(plan.run_id, plan.top)
+        stack.enter_context(CleanupProcess([layout.secrets, layout.decoys, out.staging, tree_end]))
         paths = stack.enter_context(
             claimed_run(
                 plan.work_base,
@@ -180,9 +190,13 @@ def prepared_run(
         )
         # Removed however the run ends, even when the tree itself is kept.
         stack.callback(remove, paths.secrets)
-        bytecode = stack.enter_context(closing(WorkerBytecode(paths.code)))
+        stack.callback(remove, paths.decoys)
+        bytecode = stack.enter_context(closing(WorkerBytecode(paths.code, paths.control_code)))
         services = plan.mode.start(stack, paths, tool, plan.folder)
         bytecode.wait()
+        decoys = _decoy_view(paths)
+        if decoys is not None:
+            stack.callback(decoys.close)
         clock.service_pids = lambda: services.pids
         client = SupplierClient(services.supplier, services.supplier_key, CallLog(), paths.run_id)
         run = Run(
@@ -197,6 +211,7 @@ def prepared_run(
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
             checks=CheckLog(stream=stream, on_section=clock.enter, quiet=options.quiet),
+            decoy_view=decoys,
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )

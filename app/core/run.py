@@ -13,6 +13,7 @@ from pathlib import Path
 from app.core.calls import SupplierAccess
 from app.core.case import Case, report_prefix
 from app.core.checklog import CheckLog
+from app.core.decoy_view import DecoyView
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.roles import Layer
 from app.core.run_tree import RunPaths, ToolIdentity
@@ -31,6 +32,9 @@ class Run:
     aws_credential: AwsCredentialFile
     aws_endpoint: HostPort
     checks: CheckLog
+    # Where every tool process starts (app/core/decoy_view.py): locally, a view in which the
+    # secrets are decoys; None in the cluster, whose controller cannot make one.
+    decoy_view: DecoyView | None = None
     # In the analyst Job's pod (ANALYST_MODE=cluster), not on a local machine: the checks that
     # only a cluster run can make FAIL rather than SKIP when what they read is missing.
     in_cluster: bool = False

@@ -6,9 +6,12 @@ never hides the worker code or a role's files from the tool's uid):
     <base>/<run_id>/              0711, the controller's
         code/analyst_loader.py    the launcher's first code in every tool process (its limits)
         code/analyst_worker/      the staged worker, read-only for everyone else
+        control/                  the unconfined control's own copy of the worker, from the
+                                  controller's package; no tool process is given it
         secrets/                  local mode only: the supplier key and the AWS credentials,
-                                  0750 root:<tool gid>, files 0440 (readable by an unconfined
-                                  process at the tool's uid: the control for every ENOENT/EACCES)
+                                  0700 root:root (files 0440 root:<tool gid>): root's alone
+        decoys/                   a decoy of each, same name, owner and mode, in 0750
+                                  root:<tool gid>: what every tool process sees at secrets/
         profiles/                 nono profiles, written where no role can write
         run/                      the run directory proper: every file here is scanned for the
                                   supplier key after the last write
@@ -67,6 +70,10 @@ OUTPUT_FILES: dict[Role, tuple[str, ...]] = {
 }
 MAX_OUTPUT_FILE_BYTES = 1024 * 1024
 
+DECOYS_DIR: Final = "decoys"
+# What each decoy holds: nothing any scan or any service takes for a secret.
+DECOY_TEXT: Final = b"a decoy: the real secret is readable by root alone\n"
+
 
 @dataclass(frozen=True)
 class ToolIdentity:
@@ -115,8 +122,18 @@ class RunPaths:
         return self.top / "code"
 
     @property
+    def control_code(self) -> Path:
+        """The unconfined control's own copy of the worker (stage_control_probe)."""
+        return self.top / "control"
+
+    @property
     def secrets(self) -> Path:
         return self.top / "secrets"
+
+    @property
+    def decoys(self) -> Path:
+        """What the tools see at ``secrets`` (create_secrets_dir, app/core/decoy_view.py)."""
+        return self.top / DECOYS_DIR
 
     @property
     def profiles(self) -> Path:
@@ -186,6 +203,7 @@ def create_run(base: Path, tool: ToolIdentity, run_id: str | None = None) -> Run
         for name in OUTPUT_FILES[role]:
             _create_output(ws.output / name, tool)
     stage_worker(paths.code)
+    stage_control_probe(paths)
     return paths
 
 
@@ -201,6 +219,16 @@ def _create_output(path: Path, tool: ToolIdentity) -> None:
 def stage_worker(code_dir: Path) -> Path:
     """Copies the stdlib-only worker, and the loader that starts it, where the tool's uid can
     read them, whatever the checkout; returns the worker's package."""
+    return _copy_worker(code_dir)
+
+
+def stage_control_probe(paths: RunPaths) -> Path:
+    """The unconfined control's program: the worker as the controller's package holds it, in a
+    directory of its own that no tool process is given, never the tools' staged code."""
+    return _copy_worker(paths.control_code)
+
+
+def _copy_worker(code_dir: Path) -> Path:
     target = code_dir / WORKER_PACKAGE
     target.mkdir(parents=True)
     # File by file rather than copytree, which gathers its errors into one without an errno:
@@ -221,15 +249,24 @@ def stage_worker(code_dir: Path) -> Path:
 
 
 def create_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
-    """The local stand-in for the pod's secret mounts: readable at the tool uid, mounted nowhere."""
-    _mkdir(paths.secrets, 0o750)
+    """The local stand-in for the pod's secret mounts, mounted nowhere: only root may enter it;
+    beside it the decoys that every tool process sees in its place (app/core/decoy_view.py)."""
+    _mkdir(paths.secrets, 0o700)
+    _mkdir(paths.decoys, 0o750)
     if os.geteuid() == 0:
-        os.chown(paths.secrets, 0, tool.gid)
+        os.chown(paths.secrets, 0, 0)
+        os.chown(paths.decoys, 0, tool.gid)
     return paths.secrets
 
 
 def write_secret_file(path: Path, data: bytes, tool: ToolIdentity) -> None:
-    """Mode 0440, group of the tool's gid: the same shape as the pod's Secret mount."""
+    """Mode 0440, group of the tool's gid: the same shape as the pod's Secret mount. Its decoy,
+    of the same name, owner and mode, goes in the decoys directory beside the secrets one."""
+    _write_readonly(path, data, tool)
+    _write_readonly(path.parent.with_name(DECOYS_DIR) / path.name, DECOY_TEXT, tool)
+
+
+def _write_readonly(path: Path, data: bytes, tool: ToolIdentity) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o440)
     try:
         os.write(fd, data)

@@ -32,16 +32,20 @@ INPUT_WRITE: Final = Check(
     "files.input-write.reader",
     "the reader cannot open its input case.json for writing: {reason}: {errno}",
 )
-HIDDEN_CONTROL: Final = Check(
-    "files.{target}.control",
-    "control: an unconfined process at the tool's uid {uid} opens {label}",
-)
+HIDDEN_CONTROL: Final = Check("files.{target}.control", "control: {opener} opens {label}")
 HIDDEN: Final = Check("files.{target}.{role}", "the {role} cannot open {label}: {reason}: {errno}")
 # What the hidden-file checks open, and which roles are refused each.
 HIDDEN_TARGETS: Final = (
     ("writer-private", ("reader",)),
     ("supplier-key", ("reader",)),
     ("aws-credential", ROLES),
+)
+# The targets whose control never opens the real file (app/tools/secret_controls.py).
+SECRET_TARGETS: Final = frozenset({"supplier-key", "aws-credential"})
+SECRETS_ROOT_ONLY: Final = Check(
+    "files.secrets.root-only",
+    "the real supplier key and AWS credentials are root's alone: a process at the tool's uid "
+    "{uid} outside the tools' decoy view is refused each: EACCES",
 )
 
 # --- files: what the writer may do, and every role in its own directories --------------------
@@ -70,10 +74,14 @@ OTHER_DIRECTORIES: Final = Check(
 
 
 def hidden_files() -> tuple[Entry, ...]:
-    """The hidden-file checks in order: each target's control, then each refused role."""
-    return tuple(
-        each("target", (target,), HIDDEN_CONTROL, each("role", roles, HIDDEN))
-        for target, roles in HIDDEN_TARGETS
+    """The hidden-file checks in order: each target's control, then each refused role; then
+    that the real secrets are root's alone."""
+    return (
+        *(
+            each("target", (target,), HIDDEN_CONTROL, each("role", roles, HIDDEN))
+            for target, roles in HIDDEN_TARGETS
+        ),
+        SECRETS_ROOT_ONLY,
     )
 
 

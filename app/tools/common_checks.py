@@ -17,6 +17,7 @@ from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import credential_variables
 from app.tools import catalogue as c
 from app.tools.layer import ToolRunner
+from app.tools.secret_controls import SecretControls
 
 MAX_BOUNDARY_FILE_BYTES = 4096
 # Staged in each role's input by the directory checks, for the role to read.
@@ -32,6 +33,7 @@ class CommonChecks:
         self.run = run
         self.layer = layer
         self.checks = run.checks
+        self.secrets = SecretControls(run, layer)
 
     # --- what the reader was given --------------------------------------------------------
 
@@ -111,11 +113,19 @@ class CommonChecks:
         }
         for target, roles in c.HIDDEN_TARGETS:
             label, path = hidden[target]
-            control = self.layer.run_unconfined("open-read", str(path))
+            # A secret's control never opens the secret (app/tools/secret_controls.py).
+            if target in c.SECRET_TARGETS:
+                holds, seen = self.secrets.judged(path, self.secrets.call(path)())
+                opener, opened = self.secrets.opener(), self.secrets.label(label)
+            else:
+                control = self.layer.run_unconfined("open-read", str(path))
+                holds, seen = control.ok, f"{path}: the open {control.observed}"
+                opener = f"an unconfined process at the tool's uid {run.tool.uid}"
+                opened = label
             self.checks.require(
-                c.HIDDEN_CONTROL(target=target, uid=run.tool.uid, label=label),
-                control.ok,
-                detail=f"{path}: the open {control.observed}",
+                c.HIDDEN_CONTROL(target=target, opener=opener, label=opened),
+                holds,
+                detail=seen,
             )
             for role in roles:
                 refused = self.layer.run_tool(role, "open-read", str(path))
@@ -130,6 +140,7 @@ class CommonChecks:
                     refused.refused_with(refusals.hidden_file),
                     detail=f"{path}: observed {refused.observed}",
                 )
+        self.secrets.root_only([run.supplier.key_file, run.aws_credential.path])
 
     # --- what the writer may do -----------------------------------------------------------
 

@@ -1,13 +1,19 @@
-"""The unconfined control: the same worker, at the same uid and gid, with no layer at all.
+"""The unconfined control: the controller's own probe program, at the tool's uid and gid, with
+no layer at all.
 
 Every refusal a layer shows is set beside this process doing the same thing successfully, so
-that what refuses is shown to be the layer and not the file's mode or the uid.
+that what refuses is shown to be the layer and not the file's mode or the uid. Its program is
+the worker as the controller's package holds it, staged apart from the tools' code
+(run_tree.stage_control_probe) where no tool process is given it: whatever a tool's code is,
+none of it runs outside a layer. Locally it starts in the tools' decoy view (app/core/
+decoy_view.py), so a control that opens a secret's path opens its decoy, never the secret.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from app.core.decoy_view import DecoyView
 from app.core.results import ToolResult
 from app.core.run_tree import RunPaths, ToolIdentity
 from app.core.tool_environment import tool_environment
@@ -15,17 +21,25 @@ from app.tools.execution import exec_as_tool, worker_command
 
 
 def control_environment(paths: RunPaths) -> dict[str, str]:
-    """What the control starts with: a tool's environment, nothing inherited."""
-    return tool_environment(str(paths.code))
+    """What the control starts with: a tool's environment, nothing inherited, with its own
+    program's directory, not the tools' code."""
+    return tool_environment(str(paths.control_code))
 
 
 def run_unconfined(
-    paths: RunPaths, tool: ToolIdentity, action: str, args: Sequence[str]
+    paths: RunPaths,
+    tool: ToolIdentity,
+    action: str,
+    args: Sequence[str],
+    *,
+    decoys: DecoyView | None,
 ) -> ToolResult:
-    """Runs one worker action at the tool's identity with no confinement."""
+    """Runs one action of the control's program at the tool's identity with no confinement,
+    in ``decoys`` where there is one."""
     return exec_as_tool(
         worker_command(action, args),
         tool=tool,
         env=control_environment(paths),
         who="the unconfined control",
+        decoys=decoys,
     )

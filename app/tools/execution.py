@@ -15,9 +15,11 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Final
 
+from app.core.decoy_view import DecoyView
 from app.core.results import ToolKilled, ToolResult, ToolRunError, ToolStartFailed
 from app.core.run_tree import WORKER_COMMAND, ToolIdentity
 from app.tools.channel import Channel, failure
@@ -90,6 +92,7 @@ def exec_as_tool(
     who: str,
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
+    decoys: DecoyView | None = None,
 ) -> ToolResult:
     """Runs ``argv`` as the tool's uid/gid (with no supplementary groups) and parses its result.
 
@@ -109,6 +112,7 @@ def exec_as_tool(
             pass_fds=pass_fds,
             executable=executable,
             output=channel.write_fd,
+            decoys=decoys,
         )
         channel.close_write()
         try:
@@ -140,10 +144,25 @@ def spawn_as_tool(
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
     output: int | None = None,
+    decoys: DecoyView | None = None,
 ) -> subprocess.Popen[bytes]:
     """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open.
     Its stdout and stderr go to ``output`` (a channel's write end), or to pipes of its own.
-    An exec that fails is the launcher's own finding (ToolStartFailed), naming ``who``."""
+    An exec that fails is the launcher's own finding (ToolStartFailed), naming ``who``. It
+    starts in ``decoys`` where there is one (app/core/decoy_view.py)."""
+    if decoys is not None:
+        return decoys.start_in_view(
+            partial(
+                spawn_as_tool,
+                argv,
+                tool=tool,
+                who=who,
+                env=env,
+                pass_fds=pass_fds,
+                executable=executable,
+                output=output,
+            )
+        )
     TOOL_STARTS.add()
     try:
         return subprocess.Popen(

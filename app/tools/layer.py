@@ -125,7 +125,9 @@ class ConfinementLayer(ABC):
 
     def run_unconfined(self, action: str, *args: str) -> ToolResult:
         """The control: the same action at the tool's uid with no layer at all."""
-        return run_unconfined(self.run.paths, self.run.tool, action, args)
+        return run_unconfined(
+            self.run.paths, self.run.tool, action, args, decoys=self.run.decoy_view
+        )
 
     @abstractmethod
     def role_dir(self, role: Role, direction: Direction) -> str:

@@ -3,7 +3,8 @@ real runs of either layer: a flood of output, and a process left behind to hold 
 
 Each attack ends the run at once with exit 1 and one line naming the process, the controller
 holding no more than the channel's bound of what it sent, nothing left running and no secret
-left on disk.
+left on disk; the unconfined control, which runs the controller's own program, is never the
+tools' code.
 """
 
 from __future__ import annotations
@@ -26,10 +27,6 @@ FLOODED = (
     f"wrote more than {MAX_OUTPUT_BYTES // 1024} KiB to its stdout and stderr, more than any "
     "result: the controller stopped it and read no further"
 )
-HELD = (
-    "ended, but a process it left behind still held its stdout or stderr open: the controller "
-    "stopped reading them"
-)
 
 
 def the_stop(run: HostileRun) -> str:
@@ -48,14 +45,6 @@ def kill_left(run: HostileRun) -> list[str]:
     for entry in left:
         os.kill(int(entry.split(":", 1)[0]), signal.SIGKILL)
     return left
-
-
-def outlived(left: list[str]) -> None:
-    """The channel's part is shown (the run stopped); the control still runs the staged code
-    with no limit set on it, so what it leaves behind may outlive the run: marked, not passed."""
-    if left:
-        pids = ", ".join(entry.split(":", 1)[0] for entry in left)
-        pytest.xfail(f"a process the tool left in a session of its own outlived the run: {pids}")
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -86,23 +75,16 @@ def test_a_role_cannot_leave_a_process_behind_to_hold_its_output(
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_flood_of_stderr_from_the_control_stops_the_run_at_the_bound(
-    layer: str, work_base: Path
+@pytest.mark.parametrize("attack", ["flood-stderr", "hold-output"])
+def test_the_tools_code_never_runs_as_the_unconfined_control(
+    layer: str, attack: str, work_base: Path
 ) -> None:
-    run = run_hostile(
-        work_base, layer, [Step("flood-stderr", role="control", action="attack-surface")]
-    )
-    assert the_stop(run) == f"error (run stopped): the unconfined control {FLOODED}"
+    """The control once ran the staged worker's code outside any layer: a flood of its stderr
+    or a process of its own session holding its output went to the controller from there. It
+    runs the controller's own copy of the worker now (run_tree.stage_control_probe), which the
+    tools' code never reaches: the step is never taken, the run completes, nothing is left."""
+    run = run_hostile(work_base, layer, [Step(attack, role="control", action="attack-surface")])
+    assert run.exit_code == 0, run.describe()
+    assert "ANALYST_COMPLETE=" in run.stdout
     assert kill_left(run) == []
-
-
-@pytest.mark.parametrize("layer", LAYERS)
-def test_output_held_open_by_what_the_control_left_behind_stops_the_run(
-    layer: str, work_base: Path
-) -> None:
-    run = run_hostile(
-        work_base, layer, [Step("hold-output", role="control", action="attack-surface")]
-    )
-    left = kill_left(run)
-    assert the_stop(run) == f"error (run stopped): the unconfined control {HELD}"
-    outlived(left)
+    assert run.secrets_on_disk() == []

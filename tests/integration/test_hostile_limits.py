@@ -103,3 +103,24 @@ def test_a_tool_that_spins_is_killed_at_its_cpu_time_limit(layer: str, work_base
         f"error (run stopped): the {ROLE}'s tool process was killed by SIGKILL before it "
         "reported a result"
     ), stop
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_a_role_reaches_no_secret_by_its_host_path(layer: str, work_base: Path) -> None:
+    """The supplier key and the AWS credentials, by the paths the host gives them (under bwrap
+    found through /proc/self/mountinfo): absent from a bwrap role's view, refused to a nono
+    role by Landlock; and in the tools' decoy view either would be a decoy."""
+    errno = "ENOENT" if layer == "bubblewrap" else "EACCES"
+    assert attempted(work_base, layer, "secrets") == f"secrets {errno}"
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_the_control_never_runs_the_tools_code(layer: str, work_base: Path) -> None:
+    """The unconfined control ran the staged worker's own code, outside any layer: it copied
+    the key and the credentials. Now it runs the controller's own program: a step that would
+    stop the run from the control is never taken, and the run completes."""
+    steps = [Step("say", role="control", args={"stderr": "the tools' code ran unconfined"})]
+    run = run_hostile(work_base, layer, steps)
+    assert run.exit_code == 0, run.describe()
+    assert "ANALYST_COMPLETE=" in run.stdout
+    assert "the tools' code ran unconfined" not in run.stderr

@@ -9,9 +9,12 @@ changed inside the controller's process before the controller is imported:
   wrapped: after the genuine worker is staged, the package's ``__init__.py`` is replaced by
   support/hostile_worker.py and the plan (``ANALYST_TEST_HOSTILE_PLAN``, a JSON list of steps) is
   put beside it. Every tool process imports that package first of all the worker's code, so the
-  hostile code runs before the worker's prologue, in every process the layers start: each role
-  under its committed policy (bwrap's argument list and filters, nono's profile and proxy), and
-  the unconfined control. From there it may do anything, including exec another program.
+  hostile code runs first of all that the tools' code holds, after the launcher's own loader
+  alone (app/tools/loader.py), in every process the layers start: each role under its committed
+  policy (bwrap's argument list and filters, nono's profile and proxy). From there it may do
+  anything, including exec another program. The unconfined control runs the controller's own
+  copy of the worker (run_tree.stage_control_probe), which the seam never reaches: a step for
+  the control is never taken, as in a real run.
 - ``app.core.run_tree.write_secret_file`` is wrapped to note each secret the run writes in the
   file ``ANALYST_TEST_SECRETS_RECORD`` (outside the run's folders), so that a test can search the
   disk for the real bytes once the run is over, however it ended.

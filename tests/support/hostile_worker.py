@@ -2,9 +2,10 @@
 the worker's code that any tool process runs, after nothing but the launcher's loader.
 
 Test-only, standard library only: it runs on the system interpreter inside each layer's
-sandbox, and as the unconfined control. It reads its plan (``hostile_plan.json``, staged beside
-it by support/hostile.py), works out which process it is (a role, or the control), and does the
-attack of the first step that names that process and its action. An attack either ends the
+sandbox (and would run as the unconfined control, were the control the tools' code). It reads
+its plan (``hostile_plan.json``, staged beside it by support/hostile.py), works out which
+process it is (a role, or the control), and does the attack of the first step that names that
+process and its action. An attack either ends the
 process and never returns, or returns, and the genuine worker then runs the action as always.
 """
 

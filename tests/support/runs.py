@@ -16,6 +16,7 @@ from app.controller.shipped_layers import LayerFactory
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
+from app.core.decoy_view import DecoyView
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
@@ -98,6 +99,11 @@ def bare_run(
         ),
         aws_endpoint=aws_endpoint,
         checks=CheckLog(stream=stream or io.StringIO()),
+        # As a run makes it (app/controller/run.py): every tool process starts in it. Closed
+        # with the test's process.
+        decoy_view=DecoyView.create(paths.secrets, paths.decoys)
+        if os.geteuid() == 0 and paths.secrets.is_dir()
+        else None,
     )
 
 

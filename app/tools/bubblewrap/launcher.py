@@ -180,6 +180,7 @@ class BubblewrapLayer(ConfinementLayer):
                 who=f"the {role}'s tool process",
                 pass_fds=fds,
                 executable=self.readings.path,
+                decoys=self.run.decoy_view,
             )
         return self._seen(result)
 
@@ -202,6 +203,7 @@ class BubblewrapLayer(ConfinementLayer):
                     env=BWRAP_ENVIRONMENT,
                     pass_fds=fds,
                     executable=self.readings.path,
+                    decoys=self.run.decoy_view,
                 )
             return observe_orphan(
                 process, fifo, who=f"the {role}'s tool process", wait_for_death=wait_for_death

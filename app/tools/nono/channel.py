@@ -60,12 +60,16 @@ def _keep_only(kept: tuple[int, ...]) -> None:
 
 class ChannelCall(Generic[T]):
     """``call`` (one sandboxed_exec) made in a thread of its own with ``channel`` as its
-    standard input. ``ended_fd`` becomes readable when the call has returned: the tool's own
-    process has ended."""
+    standard input, after ``first`` (entering the decoy view), which runs in that thread while
+    its table is still the process's. ``ended_fd`` becomes readable when the call has returned:
+    the tool's own process has ended."""
 
-    def __init__(self, channel: Channel, call: Callable[[], T]) -> None:
+    def __init__(
+        self, channel: Channel, call: Callable[[], T], first: Callable[[], None] | None = None
+    ) -> None:
         self._channel = channel
         self._call = call
+        self._first = first
         self.ended_fd = os.eventfd(0, os.EFD_CLOEXEC)
         self._ready = threading.Event()
         self._outcome: tuple[T] | None = None
@@ -82,6 +86,8 @@ class ChannelCall(Generic[T]):
         own_table = False
         try:
             try:
+                if self._first is not None:
+                    self._first()
                 # An empty range: the table becomes this thread's own, and nothing is closed.
                 if _libc.close_range(_NO_FD, _NO_FD, _CLOSE_RANGE_UNSHARE) != 0:
                     number = ctypes.get_errno()
@@ -119,15 +125,22 @@ class ChannelCall(Generic[T]):
         return self._outcome[0]
 
 
-def exec_on_channel(call: Callable[[], T], *, who: str, time_limit: float) -> tuple[Output, T]:
+def exec_on_channel(
+    call: Callable[[], T],
+    *,
+    who: str,
+    time_limit: float,
+    first: Callable[[], None] | None = None,
+) -> tuple[Output, T]:
     """Makes ``call`` on a new channel and reads it meanwhile: what the tool sent back, and
     what the call returned once it has. Output past the channel's bounds raises its stop
     (app/tools/channel.py's ``failure``) once the call has returned: the channel is closed
     first, so a tool still writing gets EPIPE, and only nono-py, which alone knows the child,
     ends it, at its time limit if not before. ``time_limit`` is the call's own, which nono-py
-    holds; the reading outlasts it a little, and ends only if nono-py failed to."""
+    holds; the reading outlasts it a little, and ends only if nono-py failed to. ``first`` runs
+    in the call's thread before anything else (ChannelCall)."""
     channel = Channel()
-    made = ChannelCall(channel, call)
+    made = ChannelCall(channel, call, first)
     output: Output | None = None
     try:
         made.start()

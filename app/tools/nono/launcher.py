@@ -278,6 +278,9 @@ class NonoLayer(ConfinementLayer):
                 sandboxed,
                 who=f"the {role}'s tool process",
                 time_limit=limit,
+                # The call's thread is made for it alone (nono/channel.py), so it enters the
+                # decoy view for good: the tool process starts there, and nothing else does.
+                first=None if self.run.decoy_view is None else self.run.decoy_view.enter_for_good,
             )
         except (RuntimeError, ValueError, OSError) as error:
             raise ToolStartFailed(

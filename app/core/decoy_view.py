@@ -1,0 +1,168 @@
+"""The tools' decoy view: a mount namespace in which the run's secrets directory holds decoys,
+the only view any tool process (a role of either layer, or the unconfined control) is ever
+started in.
+
+Locally the controller is root and keeps the real secrets in ``secrets/``, which only root may
+enter. Every tool process starts in this view instead, where the same path is a directory of
+decoys with the pod's owner and mode (root:<tool gid>, files 0440): a role's refusal of the key
+is then its layer's doing and not the directory's mode, the unconfined control shows what a
+process at the tool's uid gets from a file of that owner and mode at that path, and no tool
+process, confined or not, can reach the real files whatever its policy leaves open.
+
+The view is a copy of the controller's mounts, taken once the run tree exists, that follows the
+host's (slave propagation) and adds one bind mount that never reaches the host. Each tool call
+is made from a thread of its own that enters the view first (``run_in_view``): the controller's
+other threads never leave the host's. The namespace lives while its descriptor is open or a
+tool process runs in it, so nothing of it outlasts the run, however the controller ends.
+
+In the cluster the controller is not root and cannot make one: there the secrets are the pod's
+mounts, readable at the controller's uid, which its tools share.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Final, TypeVar
+
+T = TypeVar("T")
+
+_CLONE_FS: Final = 0x00000200
+_CLONE_NEWNS: Final = 0x00020000
+_MS_BIND: Final = 4096
+_MS_REC: Final = 16384
+_MS_SLAVE: Final = 1 << 19
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.unshare.argtypes = [ctypes.c_int]
+_libc.setns.argtypes = [ctypes.c_int, ctypes.c_int]
+_libc.mount.argtypes = [ctypes.c_char_p] * 3 + [ctypes.c_ulong, ctypes.c_void_p]
+# Threads whose filesystem attributes (root, working directory) are their own: setns(2) into a
+# mount namespace refuses (EINVAL) a thread that shares them with another.
+_own_fs = threading.local()
+
+
+def _call(rc: int, what: str) -> None:
+    if rc != 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"{what}: {os.strerror(number)}")
+
+
+def _own_filesystem_attributes() -> None:
+    if not getattr(_own_fs, "done", False):
+        _call(_libc.unshare(_CLONE_FS), "unshare(CLONE_FS)")
+        _own_fs.done = True
+
+
+class DecoyView:
+    """The mount namespace every tool process starts in (see the module's docstring)."""
+
+    def __init__(self, namespace_fd: int, host_fd: int, secrets: Path, decoys: Path) -> None:
+        self._namespace = namespace_fd
+        self._host = host_fd
+        self.secrets = secrets
+        self.decoys = decoys
+
+    @classmethod
+    def create(cls, secrets: Path, decoys: Path) -> DecoyView:
+        """A view in which ``secrets`` is ``decoys``; needs root (CAP_SYS_ADMIN)."""
+        host = os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+        made: list[int] = []
+        failed: list[BaseException] = []
+
+        def make() -> None:
+            # In a thread of its own, which ends here: the controller's threads stay in the
+            # host's namespace, and this one's descriptor keeps the new one alive.
+            try:
+                _call(_libc.unshare(_CLONE_FS | _CLONE_NEWNS), "unshare(CLONE_NEWNS)")
+                # Nothing mounted here may propagate to the host; the host's own changes
+                # still reach the view.
+                _call(
+                    _libc.mount(None, b"/", None, _MS_REC | _MS_SLAVE, None),
+                    "mount --make-rslave /",
+                )
+                _call(
+                    _libc.mount(os.fsencode(decoys), os.fsencode(secrets), None, _MS_BIND, None),
+                    f"mount --bind {decoys} {secrets}",
+                )
+                made.append(os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC))
+            except BaseException as error:  # handed to the caller's thread below
+                failed.append(error)
+
+        maker = threading.Thread(target=make, name="tool-view")
+        maker.start()
+        maker.join()
+        if failed:
+            os.close(host)
+            raise failed[0]
+        return cls(made[0], host, secrets, decoys)
+
+    def enter_for_good(self) -> None:
+        """The calling thread, one made for a single tool call, in the view until it ends. It
+        must not have started a thread: one it starts shares its filesystem attributes, and
+        setns(2) refuses a thread that shares them (EINVAL)."""
+        _own_filesystem_attributes()
+        _call(_libc.setns(self._namespace, _CLONE_NEWNS), "setns(tool view)")
+
+    def run_in_view(self, call: Callable[[], T]) -> T:
+        """``call``'s result, the call made in a thread of its own inside the view, which ends
+        with it. The thread starts the tool process and waits for it: a process that dies with
+        its parent (bwrap's --die-with-parent, nono-py's child) dies with the thread that
+        forked it, not with the process."""
+        outcome: list[T] = []
+        failed: list[BaseException] = []
+
+        def made() -> None:
+            try:
+                self.enter_for_good()
+                outcome.append(call())
+            except BaseException as error:  # handed to the caller's thread below
+                failed.append(error)
+
+        thread = threading.Thread(target=made, name="tool-call")
+        thread.start()
+        thread.join()
+        if failed:
+            raise failed[0]
+        return outcome[0]
+
+    def start_in_view(
+        self, start: Callable[[], subprocess.Popen[bytes]]
+    ) -> subprocess.Popen[bytes]:
+        """``start``'s process, started from a thread of its own inside the view that lives
+        until the process ends (the process may die with the thread that forked it: see
+        run_in_view), without reaping it: the caller waits for it as for any other."""
+        started: list[subprocess.Popen[bytes]] = []
+        failed: list[BaseException] = []
+        ready = threading.Event()
+
+        def made() -> None:
+            try:
+                self.enter_for_good()
+                started.append(start())
+            except BaseException as error:  # handed to the caller's thread below
+                failed.append(error)
+            finally:
+                ready.set()
+            if started:
+                ended = os.pidfd_open(started[0].pid)
+                try:
+                    select.select([ended], [], [])
+                finally:
+                    os.close(ended)
+
+        threading.Thread(target=made, name="tool-held", daemon=True).start()
+        ready.wait()
+        if failed:
+            raise failed[0]
+        return started[0]
+
+    def close(self) -> None:
+        for fd in (self._namespace, self._host):
+            if fd >= 0:
+                os.close(fd)
+        self._namespace = self._host = -1
