@@ -10,13 +10,14 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.nono import render
 from app.tools.nono.launcher import NonoLayer
-from app.tools.nono.policy import COMMITTED_DIR, Widening
+from app.tools.nono.policy import COMMITTED_DIR, ProfileSource
+from tests.support import policy_changes as widened_by
 from tests.support.runs import failing_check
 
 pytestmark = pytest.mark.integration
 
 
-def widened(widening: Widening, committed_dir: Path, work_base: Path) -> str:
+def widened(widening: ProfileSource, committed_dir: Path, work_base: Path) -> str:
     """The id of the check a run under the widened profiles fails."""
 
     def make_layer(run: Run) -> NonoLayer:
@@ -28,14 +29,14 @@ def widened(widening: Widening, committed_dir: Path, work_base: Path) -> str:
 @pytest.mark.parametrize(
     ("widening", "check"),
     [
-        (Widening(reader_reads_key_file=True), "files.supplier-key.reader"),
-        (Widening(evaluator_network=True), "nono.network.socket.evaluator"),
-        (Widening(writer_purchase_orders=True), "nono.proxy.writer.purchase-order"),
-        (Widening(inherit_environment=True), "nono.reader.environment"),
+        (widened_by.READER_READS_KEY_FILE, "files.supplier-key.reader"),
+        (widened_by.EVALUATOR_NETWORK, "nono.network.socket.evaluator"),
+        (widened_by.WRITER_PURCHASE_ORDERS, "nono.proxy.writer.purchase-order"),
+        (widened_by.READER_INHERITS_ENVIRONMENT, "nono.reader.environment"),
     ],
 )
 def test_a_widened_and_recommitted_profile_fails_its_boundary_check(
-    widening: Widening, check: str, tmp_path: Path, work_base: Path
+    widening: ProfileSource, check: str, tmp_path: Path, work_base: Path
 ) -> None:
     # The widening is rendered into the "committed" profiles too, as if it had been reviewed
     # and merged: only the boundary check itself can catch it.
@@ -45,5 +46,5 @@ def test_a_widened_and_recommitted_profile_fails_its_boundary_check(
 
 
 def test_a_widened_profile_that_was_not_committed_fails_the_profile_check(work_base: Path) -> None:
-    failed = widened(Widening(reader_reads_key_file=True), COMMITTED_DIR, work_base)
+    failed = widened(widened_by.READER_READS_KEY_FILE, COMMITTED_DIR, work_base)
     assert failed == "nono.profiles.committed"

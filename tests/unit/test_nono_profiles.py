@@ -13,13 +13,14 @@ from app.tools.nono import render
 from app.tools.nono.policy import (
     COMMITTED_DIR,
     PLACEHOLDERS,
+    ProfileSource,
     ProfileValues,
-    Widening,
     committed_profiles,
     differences,
     fill,
     generate_profile,
 )
+from tests.support import policy_changes as widened_by
 
 RUN_VALUES = ProfileValues(
     run_dir="/var/tmp/analyst/abc/run",
@@ -136,18 +137,18 @@ def test_fill_turns_the_committed_profile_into_the_live_one() -> None:
 @pytest.mark.parametrize(
     ("widening", "role", "where"),
     [
-        (Widening(reader_reads_key_file=True), "reader", ["filesystem.read_file"]),
-        (Widening(evaluator_network=True), "evaluator", ["network.block"]),
+        (widened_by.READER_READS_KEY_FILE, "reader", ["filesystem.read_file"]),
+        (widened_by.EVALUATOR_NETWORK, "evaluator", ["network.block"]),
         (
-            Widening(writer_purchase_orders=True),
+            widened_by.WRITER_PURCHASE_ORDERS,
             "writer",
             ["network.custom_credentials.supplier.endpoint_policy.allow"],
         ),
-        (Widening(inherit_environment=True), "reader", ["environment.inherit"]),
+        (widened_by.READER_INHERITS_ENVIRONMENT, "reader", ["environment.inherit"]),
     ],
 )
 def test_each_widening_is_reported_where_it_differs(
-    widening: Widening, role: str, where: list[str]
+    widening: ProfileSource, role: str, where: list[str]
 ) -> None:
-    live = generate_profile(role, RUN_VALUES, widening)  # type: ignore[arg-type]
+    live = widening(role, RUN_VALUES)  # type: ignore[arg-type]
     assert differences(live, generate_profile(role, RUN_VALUES)) == where  # type: ignore[arg-type]

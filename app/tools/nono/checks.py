@@ -84,7 +84,7 @@ class NonoChecks(LayerChecks):
     def _profiles(self) -> None:
         checks, layer = self.checks, self.layer
         checks.begin(c.PROFILES)
-        drift = render.drifted(layer.committed_dir, layer.widening, layer.omit)
+        drift = render.drifted(layer.committed_dir, layer.profiles, layer.omit)
         checks.require(
             c.COMMITTED(files=", ".join(f"{r}.json" for r in ROLES)),
             not drift,

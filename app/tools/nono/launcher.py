@@ -35,11 +35,10 @@ from app.tools.nono.policy import (
     COMMITTED_DIR,
     DIGEST_KEY_VARIABLE,
     NO_OMISSIONS,
-    NO_WIDENING,
     SECCOMP_FILTER_FILE,
     Omissions,
+    ProfileSource,
     ProfileValues,
-    Widening,
     committed_profile,
     fill,
     generate_profile,
@@ -74,13 +73,13 @@ class NonoLayer(ConfinementLayer):
     def __init__(
         self,
         run: Run,
-        widening: Widening = NO_WIDENING,
+        profiles: ProfileSource = generate_profile,
         *,
         committed_dir: Path = COMMITTED_DIR,
         omit: Omissions = NO_OMISSIONS,
     ) -> None:
         super().__init__(run)
-        self.widening = widening
+        self.profiles = profiles
         self.omit = omit
         self.committed_dir = committed_dir
         self.values = ProfileValues(
@@ -117,9 +116,9 @@ class NonoLayer(ConfinementLayer):
         self._written = True
 
     def _profile(self, role: Role) -> dict[str, Any]:
-        """The committed profile (with this layer's widening and omissions) and run values."""
+        """The committed profile (from this layer's source, less its omissions) and run values."""
         profile: dict[str, Any] = fill(
-            committed_profile(role, self.widening, self.omit), self.values
+            committed_profile(role, self.profiles, self.omit), self.values
         )
         return profile
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -36,8 +37,6 @@ DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"
 CREDENTIAL_NAME = "supplier"
 CREDENTIAL_ENV_VAR = "SUPPLIER_API_KEY"
 CREDENTIAL_HEADER = "X-Api-Key"
-
-PURCHASE_ORDER = ("POST", "/purchase-orders")
 
 # A role's front (proxy.py) serves this many of its connections at once and answers 503 past
 # it: the worker opens one at a time; the bound is what a role may hold of the proxy host.
@@ -80,17 +79,9 @@ PLACEHOLDERS: dict[str, str] = {
 _PLACEHOLDER = re.compile("|".join(re.escape(p) for p in PLACEHOLDERS.values()))
 
 
-@dataclass(frozen=True)
-class Widening:
-    """Deliberate holes, for the tests that show each boundary check can fail. Never shipped."""
-
-    reader_reads_key_file: bool = False
-    evaluator_network: bool = False
-    writer_purchase_orders: bool = False
-    inherit_environment: bool = False
-
-
-NO_WIDENING = Widening()
+# Makes one role's profile from a run's values: generate_profile, the shipped one, unless a
+# test hands the layer another.
+ProfileSource = Callable[[Role, ProfileValues], dict[str, Any]]
 
 
 def draft_rule(case_id: str) -> tuple[str, str]:
@@ -114,9 +105,7 @@ def intended_variables(role: Role) -> list[str]:
     return [*BASE_VARIABLES, *([DIGEST_KEY_VARIABLE] if online else [])]
 
 
-def generate_profile(
-    role: Role, values: ProfileValues, widening: Widening = NO_WIDENING
-) -> dict[str, Any]:
+def generate_profile(role: Role, values: ProfileValues) -> dict[str, Any]:
     """The role's profile: what it reads, the one directory it writes, the variables it keeps,
     and either no network or one host through a credential-holding proxy."""
     workspace = f"{values.run_dir}/{role}"
@@ -124,12 +113,7 @@ def generate_profile(
     # Each output file alone, not the directory: the role can create no file of its own.
     write = [f"{workspace}/out/{name}" for name in OUTPUT_FILES[role]]
     rules = endpoint_rules(role, values.case_id)
-    if widening.writer_purchase_orders and role == "writer":
-        rules.append(PURCHASE_ORDER)
-
     environment: dict[str, Any] = {"allow_vars": intended_variables(role)}
-    if widening.inherit_environment:
-        environment["inherit"] = True
 
     network: dict[str, Any]
     if rules:
@@ -156,22 +140,12 @@ def generate_profile(
             },
             "proxy_front": front,
         }
-    elif widening.evaluator_network:
-        network = {}
     else:
         network = {"block": True}
 
     return {
         "meta": {"name": f"analyst-{role}", "version": PROFILE_VERSION},
-        "filesystem": {
-            "read": read,
-            **(
-                {"read_file": [values.key_file]}
-                if widening.reader_reads_key_file and role == "reader"
-                else {}
-            ),
-            "allow_file": write,
-        },
+        "filesystem": {"read": read, "allow_file": write},
         "environment": environment,
         "network": network,
         "process": {
@@ -190,10 +164,10 @@ NO_OMISSIONS: Omissions = frozenset()
 
 
 def committed_profile(
-    role: Role, widening: Widening = NO_WIDENING, omit: Omissions = NO_OMISSIONS
+    role: Role, source: ProfileSource = generate_profile, omit: Omissions = NO_OMISSIONS
 ) -> dict[str, Any]:
     """The role's profile as committed: every run- and machine-specific value a placeholder."""
-    profile = generate_profile(role, ProfileValues.placeholders(), widening)
+    profile = source(role, ProfileValues.placeholders())
     for omitted_role, element in sorted(omit):
         if omitted_role == role:
             profile = without(profile, element)
@@ -201,9 +175,9 @@ def committed_profile(
 
 
 def committed_profiles(
-    widening: Widening = NO_WIDENING, omit: Omissions = NO_OMISSIONS
+    source: ProfileSource = generate_profile, omit: Omissions = NO_OMISSIONS
 ) -> dict[Role, dict[str, Any]]:
-    return {role: committed_profile(role, widening, omit) for role in ROLES}
+    return {role: committed_profile(role, source, omit) for role in ROLES}
 
 
 def fill(profile: Any, values: ProfileValues) -> Any:

@@ -13,16 +13,19 @@ from app.tools.nono.policy import (
     COMMITTED_DIR,
     NO_OMISSIONS,
     Omissions,
-    Widening,
+    ProfileSource,
     committed_profiles,
+    generate_profile,
     to_json,
 )
 from app.tools.seccomp import NONO_BASELINE, render_groups
 
 
-def rendered(widening: Widening | None = None, omit: Omissions = NO_OMISSIONS) -> dict[str, str]:
-    """File name → the exact text the generator produces for it."""
-    profiles = committed_profiles(widening or Widening(), omit)
+def rendered(
+    source: ProfileSource = generate_profile, omit: Omissions = NO_OMISSIONS
+) -> dict[str, str]:
+    """File name → the exact text the generator (or ``source``) produces for it."""
+    profiles = committed_profiles(source, omit)
     files = {f"{role}.json": to_json(profile) for role, profile in profiles.items()}
     files["elements.json"] = to_json(accounted_elements())
     files["seccomp-baseline.json"] = to_json(render_groups(NONO_BASELINE))
@@ -45,16 +48,16 @@ def accounted_elements() -> dict[str, Any]:
 
 
 def write(
-    directory: Path, widening: Widening | None = None, omit: Omissions = NO_OMISSIONS
+    directory: Path, source: ProfileSource = generate_profile, omit: Omissions = NO_OMISSIONS
 ) -> list[Path]:
-    return write_files(directory, rendered(widening, omit))
+    return write_files(directory, rendered(source, omit))
 
 
 def drifted(
-    directory: Path, widening: Widening | None = None, omit: Omissions = NO_OMISSIONS
+    directory: Path, source: ProfileSource = generate_profile, omit: Omissions = NO_OMISSIONS
 ) -> list[Path]:
     """The committed files that are missing or differ from what the generator renders."""
-    return drifted_files(directory, rendered(widening, omit))
+    return drifted_files(directory, rendered(source, omit))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -11,7 +11,7 @@ from app.core.roles import Role
 from app.tools.layer import ToolRunner
 from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading
-from app.tools.nono.policy import Omissions, ProfileValues, Widening
+from app.tools.nono.policy import Omissions, ProfileSource, ProfileValues
 from app.tools.nono.proxy import RoleProxies
 
 
@@ -28,7 +28,7 @@ class NonoRunner(ToolRunner, Protocol):
     def digests(self) -> CredentialDigests: ...
 
     @property
-    def widening(self) -> Widening: ...
+    def profiles(self) -> ProfileSource: ...
 
     @property
     def omit(self) -> Omissions: ...
