@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO, assert_never
 
-from app.controller.environment import CLUSTER_BASE
+import boto3
+
+from app.controller.environment import CLUSTER_BASE, pod_credentials
 from app.controller.limits import check_file_size_limit
 from app.controller.workdir import check_work_base
 from app.core import cluster_env, cluster_settings
 from app.core.cluster_settings import SettingUnusable, Variable
-from app.core.errors import BadInput, shown
+from app.core.errors import BadInput, RunStopped, shown
 from app.core.roles import Layer
 from app.core.run_tree import DEFAULT_LOCAL_BASE, MAX_OUTPUT_FILE_BYTES, ToolIdentity
 from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv
@@ -33,6 +35,7 @@ from app.tools.prerequisites import Finding, Outcome, Prerequisite, evaluate, ho
 
 CONNECT_TIMEOUT_SECONDS = 5
 SUPPLIER_RESOLVES = "the supplier Service's name resolves"
+POD_CREDENTIALS = "the Pod Identity agent gives the pod's role credentials"
 WORK_DIR_HOLDS_A_RUN = "the work directory can hold a run's tree (name, length, place, writable)"
 FILE_SIZE_LIMIT = (
     f"the file size limit (ulimit -f) is at least a tool's own, {MAX_OUTPUT_FILE_BYTES} bytes"
@@ -98,7 +101,11 @@ def _variable(variable: Variable[Any], environ: Mapping[str, str]) -> Prerequisi
             return missing(error.message, error.remedy)
         return holds(repr(environ[variable.name]) if variable.name in environ else "not set")
 
-    return Prerequisite(f"{variable.name} is {variable.what}", check)
+    return Prerequisite(_claim(variable), check)
+
+
+def _claim(variable: Variable[Any]) -> str:
+    return f"{variable.name} is {variable.what}"
 
 
 def cluster_prerequisites(environ: Mapping[str, str]) -> list[Prerequisite]:
@@ -135,8 +142,23 @@ def cluster_prerequisites(environ: Mapping[str, str]) -> list[Prerequisite]:
             )
         return holds(f"{host}:{port} accepts TCP connections")
 
+    def credentials() -> Finding:
+        agent = cluster_settings.CREDENTIALS_URI.value(environ)
+        session = boto3.Session(region_name=cluster_settings.REGION.value(environ))
+        try:
+            pod_credentials(session, agent)
+        except RunStopped as error:
+            return missing(error.message, error.remedy)
+        return holds(f"{agent.url} gave credentials for the pod's role")
+
+    needed: tuple[Variable[Any], ...] = (
+        cluster_settings.CREDENTIALS_URI,
+        cluster_settings.TOKEN_FILE,
+        cluster_settings.REGION,
+    )
     return [
         *(_variable(variable, environ) for variable in cluster_settings.VARIABLES),
+        Prerequisite(POD_CREDENTIALS, credentials, tuple(map(_claim, needed))),
         Prerequisite(SUPPLIER_RESOLVES, resolves, (supplier_set,)),
         Prerequisite(
             "the supplier Service accepts connections", answers, (supplier_set, SUPPLIER_RESOLVES)

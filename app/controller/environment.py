@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 import boto3
-from botocore.exceptions import BotoCoreError
+from botocore.exceptions import BotoCoreError, NoCredentialsError
 
 from app.controller.services.local_aws import LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
@@ -31,7 +31,13 @@ from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
 from app.core import cluster_env
 from app.core.case import CaseFolder
-from app.core.cluster_settings import ClusterSettings, SettingUnusable, Unusable, read_key_file
+from app.core.cluster_settings import (
+    ClusterSettings,
+    Endpoint,
+    SettingUnusable,
+    Unusable,
+    read_key_file,
+)
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import RunStopped
 from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
@@ -226,19 +232,11 @@ class ClusterMode(RunMode):
         settings = self.settings
         agent = settings.credentials_agent
         session = boto3.Session(region_name=settings.region)
-        try:
-            # The first client asks the Pod Identity agent for the role's credentials.
-            store = CaseStore.from_session(session, settings.bucket)
-        except BotoCoreError as error:
-            raise RunStopped(
-                f"the Pod Identity agent at {agent.url} gave no credentials ({error})",
-                "the pod's service account needs a Pod Identity association with the analyst "
-                "role, and its node the eks-pod-identity-agent add-on",
-            ) from None
+        pod_credentials(session, agent)
         return Services(
             bucket=settings.bucket,
             session=session,
-            store=store,
+            store=CaseStore.from_session(session, settings.bucket),
             supplier=self._supplier(),
             supplier_key=settings.supplier_key,
             aws_credential=AwsCredentialFile(settings.token_file, "the Pod Identity token file"),
@@ -282,6 +280,22 @@ class ClusterMode(RunMode):
             ca_file=self.settings.supplier_ca_file,
             key_file=self.settings.supplier_key_file,
         )
+
+
+def pod_credentials(session: boto3.Session, agent: Endpoint) -> None:
+    """Asks the Pod Identity agent for the role's credentials, as the session's first client
+    would; RunStopped naming the agent when it gives none (`doctor` reports the same)."""
+    try:
+        credentials = session.get_credentials()
+        if credentials is None:
+            raise NoCredentialsError()
+        credentials.get_frozen_credentials()
+    except BotoCoreError as error:
+        raise RunStopped(
+            f"the Pod Identity agent at {agent.url} gave no credentials ({error})",
+            "the pod's service account needs a Pod Identity association with the analyst "
+            "role, and its node the eks-pod-identity-agent add-on",
+        ) from None
 
 
 def read_supplier_key(path: Path) -> bytes:

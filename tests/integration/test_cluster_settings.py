@@ -8,18 +8,18 @@ crashed or said rc 0.
 
 from __future__ import annotations
 
-import http.server
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from app.controller.doctor import POD_CREDENTIALS
 from app.core import cluster_env
 from app.core.cluster_settings import VARIABLES
 from tests.support.cluster_settings import cluster_environment
 from tests.support.entry_points import clean_env, controller, doctor_fail, listing, the_one_line
 from tests.support.faults import processes_of, settle
+from tests.support.pod_identity_agent import REFUSAL, pod_identity_agent
 
 pytestmark = pytest.mark.integration
 
@@ -96,37 +96,18 @@ def test_every_cluster_setting_passes_doctor_when_well_formed(work_base: Path) -
     assert "not-a-real-key" not in checked.stdout and "eyJhbGciOi" not in checked.stdout
 
 
-class _Refusing(http.server.BaseHTTPRequestHandler):
-    """A Pod Identity agent that refuses every pod, as one without an association does."""
-
-    def do_GET(self) -> None:
-        body = b'{"message": "no Pod Identity association for this service account"}'
-        self.send_response(403)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-
 @pytest.fixture
 def refusing_agent() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Refusing)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1/credentials"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with pod_identity_agent(403, REFUSAL) as uri:
+        yield uri
 
 
 def test_an_agent_that_gives_no_credentials_stops_the_run_with_one_line(
     refusing_agent: str, work_base: Path
 ) -> None:
     """Every setting well formed, and the agent refuses (403): botocore's traceback once, exit
-    1; now one line naming the agent and what the pod lacks, and nothing of the run left."""
+    1; now one line naming the agent and what the pod lacks, and nothing of the run left; and
+    doctor, which once passed it, fails it in the same words."""
     files = work_base / "files"
     files.mkdir()
     env = clean_env(
@@ -148,3 +129,7 @@ def test_an_agent_that_gives_no_credentials_stops_the_run_with_one_line(
     assert not out.exists()
     assert settle(lambda: processes_of(work)) == []
     assert settle(lambda: sorted(listing(work)) if work.exists() else []) == []
+    checked = controller("doctor", "--layer", "nono", "--workdir", str(work), env=env)
+    assert checked.returncode == 3, checked.stdout
+    found, fix = doctor_fail(checked, POD_CREDENTIALS)
+    assert line == f"error (run stopped): {found}; {fix}"

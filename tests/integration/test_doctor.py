@@ -23,10 +23,12 @@ from pathlib import Path
 
 import pytest
 
+from app.controller.doctor import POD_CREDENTIALS
 from app.core import cluster_env
 from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
 from tests.support.cluster_settings import cluster_environment
 from tests.support.masked_proc import in_container_proc
+from tests.support.pod_identity_agent import credentials_body, pod_identity_agent
 from tests.support.stack_run import REPO_ROOT
 
 pytestmark = [
@@ -253,33 +255,40 @@ def test_in_cluster_mode_without_pod_identity_or_settings_doctor_names_them(out_
         completed.stdout
     )
     assert "FAIL ANALYST_BUCKET is an S3 bucket name: ANALYST_BUCKET is not set" in fails
-    # Every variable but the optional rehearsal switch; then what needs the supplier's URL.
+    # Every variable but the optional ones (the rehearsal switch, the denied destinations);
+    # then what needs the credential URI and token or the supplier's URL.
     assert len(fails) == 10
-    assert len(_lines(completed, "SKIP ")) == 2
+    assert len(_lines(completed, "SKIP ")) == 3
     assert "nono cannot run here" in completed.stdout
 
 
-def _cluster_env(directory: Path, supplier_url: str) -> dict[str, str]:
-    return _env(**cluster_environment(directory, **{cluster_env.SUPPLIER_API_URL: supplier_url}))
+def _cluster_env(directory: Path, supplier_url: str, agent: str) -> dict[str, str]:
+    changes = {cluster_env.SUPPLIER_API_URL: supplier_url, cluster_env.POD_IDENTITY_URI: agent}
+    return _env(**cluster_environment(directory, **changes))
 
 
 def test_in_cluster_mode_the_supplier_service_must_resolve_and_answer(out_dir: Path) -> None:
-    with socket.socket() as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen()
-        port = listener.getsockname()[1]
-        answering = _run(
+    with pod_identity_agent(200, credentials_body()) as agent:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen()
+            port = listener.getsockname()[1]
+            answering = _run(
+                [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")],
+                _cluster_env(out_dir, f"https://127.0.0.1:{port}", agent),
+            )
+        unknown = _run(
             [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")],
-            _cluster_env(out_dir, f"https://127.0.0.1:{port}"),
+            _cluster_env(out_dir, "https://supplier-api.invalid:8443", agent),
         )
     assert answering.returncode == 0, answering.stdout
     assert "PASS the supplier Service accepts connections: 127.0.0.1:" in answering.stdout
-    # The token's bytes are never printed.
-    assert "eyJhbGciOi" not in answering.stdout
-    unknown = _run(
-        [*DOCTOR, "--layer", "nono", "--workdir", str(out_dir / "w")],
-        _cluster_env(out_dir, "https://supplier-api.invalid:8443"),
+    assert f"PASS {POD_CREDENTIALS}: {agent} gave credentials for the pod's role" in (
+        answering.stdout
     )
+    # The token's bytes are never printed, nor the credentials the agent gave.
+    assert "eyJhbGciOi" not in answering.stdout
+    assert "not-a-real" not in answering.stdout
     assert unknown.returncode == 3
     (fail,) = _lines(unknown, "FAIL ")
     assert fail.startswith("FAIL the supplier Service's name resolves: supplier-api.invalid does")
