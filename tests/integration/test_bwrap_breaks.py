@@ -11,7 +11,14 @@ from app.core.checklog import CheckRecord
 from app.core.roles import Layer
 from app.core.run import Run
 from app.tools.bubblewrap.launcher import BubblewrapLayer
-from app.tools.bubblewrap.policy import BubblewrapPolicy
+from app.tools.bubblewrap.policy import SECCOMP_ELEMENT, BubblewrapPolicy
+from tests.support.policy_changes import (
+    BWRAP_INPUT_WRITABLE,
+    BWRAP_NESTED_USERNS,
+    BWRAP_SHARED_NET,
+    bwrap_extra_env,
+    bwrap_extra_ro_bind,
+)
 from tests.support.runs import failing_check
 
 pytestmark = pytest.mark.integration
@@ -28,7 +35,7 @@ def broken(policy_for: PolicyFor, work_base: Path) -> CheckRecord:
 def test_mounting_the_key_directory_fails_the_mount_list_check(work_base: Path) -> None:
     def policy(run: Run) -> BubblewrapPolicy:
         secrets = str(run.paths.secrets)
-        return BubblewrapPolicy(extra_ro_binds=((secrets, secrets),))
+        return BubblewrapPolicy(bwrap_extra_ro_bind(secrets, secrets))
 
     failed = broken(policy, work_base)
     assert failed.id == "bubblewrap.reader.mounts"
@@ -36,26 +43,26 @@ def test_mounting_the_key_directory_fails_the_mount_list_check(work_base: Path) 
 
 
 def test_sharing_the_network_fails_the_net_namespace_check(work_base: Path) -> None:
-    failed = broken(lambda _: BubblewrapPolicy(unshare_net=False), work_base)
+    failed = broken(lambda _: BubblewrapPolicy(BWRAP_SHARED_NET), work_base)
     assert failed.id == "bubblewrap.namespaces.net"
 
 
 def test_allowing_nested_user_namespaces_fails_the_enospc_check(work_base: Path) -> None:
-    failed = broken(lambda _: BubblewrapPolicy(disable_userns=False), work_base)
+    failed = broken(lambda _: BubblewrapPolicy(BWRAP_NESTED_USERNS), work_base)
     assert failed.id == "process.userns.reader"
     assert failed.claim.endswith("--disable-userns: ENOSPC")
     assert failed.detail == "observed succeeded"
 
 
 def test_a_writable_input_fails_the_erofs_check(work_base: Path) -> None:
-    failed = broken(lambda _: BubblewrapPolicy(input_writable=True), work_base)
+    failed = broken(lambda _: BubblewrapPolicy(BWRAP_INPUT_WRITABLE), work_base)
     assert failed.id == "files.input-write.reader"
     assert failed.claim.endswith("what refuses is the read-only mount, not the file's mode: EROFS")
     assert failed.detail == "/input/case.json: observed succeeded"
 
 
 def test_an_aws_variable_in_the_environment_fails_the_environment_check(work_base: Path) -> None:
-    leak = BubblewrapPolicy(extra_env=(("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE"),))
+    leak = BubblewrapPolicy(bwrap_extra_env(("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE")))
     failed = broken(lambda _: leak, work_base)
     assert failed.id == "bubblewrap.reader.environment"
     assert "AWS_ACCESS_KEY_ID" in failed.detail
@@ -64,6 +71,6 @@ def test_an_aws_variable_in_the_environment_fails_the_environment_check(work_bas
 
 
 def test_skipping_the_seccomp_filter_fails_the_filter_count_check(work_base: Path) -> None:
-    failed = broken(lambda _: BubblewrapPolicy(seccomp=False), work_base)
+    failed = broken(lambda _: BubblewrapPolicy(omit=frozenset({SECCOMP_ELEMENT})), work_base)
     assert failed.id == "bubblewrap.reader.seccomp"
     assert failed.detail == "Seccomp 0, Seccomp_filters 0"

@@ -1,4 +1,4 @@
-"""The bubblewrap layer run for real: each probe's exact answer, its control, and broken knobs."""
+"""The bubblewrap layer run for real: each probe's exact answer, its control, broken policies."""
 
 from __future__ import annotations
 
@@ -21,9 +21,16 @@ from app.core.run import Run
 from app.core.run_tree import create_run
 from app.tools.bubblewrap import preflight
 from app.tools.bubblewrap.launcher import BubblewrapLayer
-from app.tools.bubblewrap.policy import BubblewrapPolicy
+from app.tools.bubblewrap.policy import SECCOMP_ELEMENT, BubblewrapPolicy
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
 from tests.support.drafts import sample_draft
+from tests.support.policy_changes import (
+    BWRAP_INPUT_WRITABLE,
+    BWRAP_NESTED_USERNS,
+    BWRAP_SHARED_NET,
+    bwrap_extra_env,
+    bwrap_extra_ro_bind,
+)
 from tests.support.runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration
@@ -191,39 +198,39 @@ def test_preflight_names_a_work_directory_the_tool_cannot_enter(run: Run) -> Non
     )
 
 
-# --- a knob broken on purpose changes what the tool process observes ------------------------
+# --- a policy broken on purpose changes what the tool process observes --------------------
 
 
 def test_broken_unshare_net_shows_the_hosts_interfaces(run: Run) -> None:
-    broken = make_layer(run, BubblewrapPolicy(unshare_net=False))
+    broken = make_layer(run, BubblewrapPolicy(BWRAP_SHARED_NET))
     names = broken.run_tool("reader", "interfaces").data["interfaces"]
     assert names != ["lo"] and "lo" in names
 
 
 def test_broken_input_writable_lets_the_write_through(run: Run) -> None:
-    broken = make_layer(run, BubblewrapPolicy(input_writable=True))
+    broken = make_layer(run, BubblewrapPolicy(BWRAP_INPUT_WRITABLE))
     opened = broken.run_tool("reader", "open-write", "/input/case.json")
     assert (opened.ok, opened.errno) == (True, None)
 
 
 def test_broken_disable_userns_allows_a_nested_namespace(run: Run) -> None:
-    broken = make_layer(run, BubblewrapPolicy(disable_userns=False))
+    broken = make_layer(run, BubblewrapPolicy(BWRAP_NESTED_USERNS))
     assert broken.run_tool("reader", "unshare-user").ok
 
 
 def test_broken_extra_bind_exposes_the_key(run: Run) -> None:
     secrets = str(run.paths.secrets)
-    broken = make_layer(run, BubblewrapPolicy(extra_ro_binds=((secrets, secrets),)))
+    broken = make_layer(run, BubblewrapPolicy(bwrap_extra_ro_bind(secrets, secrets)))
     assert broken.run_tool("reader", "open-read", str(run.supplier.key_file)).ok
     assert secrets in status(broken).data["mounts"]
 
 
 def test_broken_seccomp_leaves_no_filter(run: Run) -> None:
-    broken = make_layer(run, BubblewrapPolicy(seccomp=False))
+    broken = make_layer(run, BubblewrapPolicy(omit=frozenset({SECCOMP_ELEMENT})))
     fields = status(broken).data["status"]
     assert (fields["Seccomp"], fields["Seccomp_filters"]) == ("0", "0")
 
 
 def test_broken_env_leaks_the_variable_name(run: Run) -> None:
-    broken = make_layer(run, BubblewrapPolicy(extra_env=(("AWS_ACCESS_KEY_ID", "AKIAX"),)))
+    broken = make_layer(run, BubblewrapPolicy(bwrap_extra_env(("AWS_ACCESS_KEY_ID", "AKIAX"))))
     assert "AWS_ACCESS_KEY_ID" in status(broken).data["environment"]

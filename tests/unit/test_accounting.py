@@ -26,7 +26,6 @@ RUN = PurePosixPath("/var/tmp/analyst/run-id/run")
 def bwrap_keys(role: Role) -> list[str]:
     """The element names of the role's vector as the launcher builds it for a real run."""
     vector = elements(
-        BubblewrapPolicy(),
         role=role,
         input_dir=RUN / role / "in",
         output_dir=RUN / role / "out",

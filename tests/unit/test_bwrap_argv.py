@@ -14,11 +14,19 @@ from app.core.run_tree import OUTPUT_FILES
 from app.tools.bubblewrap import render
 from app.tools.bubblewrap.policy import (
     BASE_ENVIRONMENT,
+    SECCOMP_ELEMENT,
     BubblewrapPolicy,
     bwrap_argv,
     expected_environment,
     mount_destinations,
     per_call_args,
+)
+from tests.support.policy_changes import (
+    BWRAP_INPUT_WRITABLE,
+    BWRAP_NESTED_USERNS,
+    BWRAP_SHARED_NET,
+    bwrap_extra_env,
+    bwrap_extra_ro_bind,
 )
 
 RUN = PurePosixPath("/var/tmp/analyst/run-id/run")
@@ -78,7 +86,7 @@ def test_environment_is_cleared_before_the_short_explicit_list() -> None:
     assert set_at and min(set_at) > clear
     assert pairs(argv, "--setenv", 2) == list(BASE_ENVIRONMENT)
     assert dict(BASE_ENVIRONMENT)["PYTHONPATH"] == "/opt/analyst"
-    assert expected_environment(BubblewrapPolicy()) == [
+    assert expected_environment() == [
         "HOME",
         "LANG",
         "PATH",
@@ -177,36 +185,36 @@ def test_no_host_path_beyond_usr_the_code_and_the_role_workspace() -> None:
 
 def test_each_policy_knob_changes_exactly_its_part() -> None:
     secure = vector()
-    no_net = vector(BubblewrapPolicy(unshare_net=False))
+    no_net = vector(BubblewrapPolicy(BWRAP_SHARED_NET))
     assert [t for t in secure if t not in no_net] == ["--unshare-net"]
     assert "--unshare-ipc" in no_net
 
-    userns = vector(BubblewrapPolicy(disable_userns=False))
+    userns = vector(BubblewrapPolicy(BWRAP_NESTED_USERNS))
     assert [t for t in secure if t not in userns] == [
         "--disable-userns",
         "--assert-userns-disabled",
     ]
 
-    writable = vector(BubblewrapPolicy(input_writable=True))
+    writable = vector(BubblewrapPolicy(BWRAP_INPUT_WRITABLE))
     assert (str(RUN / "reader" / "in"), "/input") in pairs(writable, "--bind", 2)
     assert (str(RUN / "reader" / "in"), "/input") not in pairs(writable, "--ro-bind", 2)
 
-    extra = vector(BubblewrapPolicy(extra_ro_binds=(("/srv/keys", "/srv/keys"),)))
+    extra = vector(BubblewrapPolicy(bwrap_extra_ro_bind("/srv/keys", "/srv/keys")))
     assert ("/srv/keys", "/srv/keys") in pairs(extra, "--ro-bind", 2)
     assert "/srv/keys" in mount_destinations(extra)
     assert index_of(extra, "--ro-bind", "/srv/keys") < index_of(extra, "--remount-ro", "/")
 
-    leaky = BubblewrapPolicy(extra_env=(("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE"),))
+    leaky = BubblewrapPolicy(bwrap_extra_env(("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE")))
     assert ("AWS_ACCESS_KEY_ID", "AKIAEXAMPLE") in pairs(vector(leaky), "--setenv", 2)
-    assert "AWS_ACCESS_KEY_ID" in expected_environment(leaky)
+    assert "AWS_ACCESS_KEY_ID" not in expected_environment()
 
     # seccomp is applied per call, by the launcher; the vector itself does not change.
-    assert vector(BubblewrapPolicy(seccomp=False)) == secure
+    assert vector(BubblewrapPolicy(omit=frozenset({SECCOMP_ELEMENT}))) == secure
 
 
 def test_mount_destinations_never_reads_an_operand_as_an_option() -> None:
     # A hostname-like or environment operand spelled like an option is still an operand.
-    tricky = BubblewrapPolicy(extra_env=(("X", "--tmpfs"), ("--bind", "/a")))
+    tricky = BubblewrapPolicy(bwrap_extra_env(("X", "--tmpfs"), ("--bind", "/a")))
     assert mount_destinations(vector(tricky)) == mount_destinations(vector())
 
 

@@ -149,7 +149,6 @@ def committed_elements(role: Role) -> list[Element]:
     placeholders for the run's paths and the filter's fd."""
     workspace = RUN_PLACEHOLDER / role
     vector = elements(
-        BubblewrapPolicy(),
         role=role,
         input_dir=workspace / "in",
         output_dir=workspace / "out",

@@ -23,6 +23,7 @@ from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
     bwrap_argv,
     per_call_args,
+    shipped_elements,
 )
 from app.tools.bubblewrap.preflight import (
     BWRAP_ENVIRONMENT,
@@ -227,12 +228,9 @@ class BubblewrapLayer(ConfinementLayer):
             if readings is None
             else {"path": readings.path, "version": readings.version},
             "policy": {
-                "unshare_net": self.policy.unshare_net,
-                "disable_userns": self.policy.disable_userns,
-                "input_writable": self.policy.input_writable,
-                "extra_ro_binds": [list(pair) for pair in self.policy.extra_ro_binds],
-                "extra_env_names": [name for name, _ in self.policy.extra_env],
-                "seccomp": self.policy.seccomp,
+                # Read from the reader's vector as applied, for the boundary picture.
+                "unshare_net": "--unshare-net" in self.argument_lists().get("reader", []),
+                "shipped_elements": self.policy.elements_for is shipped_elements,
                 "omit": sorted(self.policy.omit),
                 "omit_for": sorted(f"{role}: {key}" for role, key in self.policy.omit_for),
             },

@@ -7,7 +7,7 @@ the run fails without it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -87,23 +87,34 @@ class Element:
 
 
 @dataclass(frozen=True)
-class BubblewrapPolicy:
-    """The knobs of the argument vector; every default is the secure value.
+class RolePaths:
+    """Where a role's workspace and the staged code are on the host."""
 
-    Tests turn one knob at a time to prove that the check watching it fails, and leave out
-    one element at a time (``omit``, ``omit_for``, by key) to prove the same of every element.
+    input_dir: PurePosixPath
+    output_dir: PurePosixPath
+    code_dir: PurePosixPath
+
+
+# A role's vector as named elements, in order: the shipped builder, or one a test changes on
+# purpose (tests/support/policy_changes.py).
+ElementsFor = Callable[[Role, RolePaths], Iterable[Element]]
+
+
+def shipped_elements(role: Role, paths: RolePaths) -> Iterable[Element]:
+    return elements(
+        role=role, input_dir=paths.input_dir, output_dir=paths.output_dir, code_dir=paths.code_dir
+    )
+
+
+@dataclass(frozen=True)
+class BubblewrapPolicy:
+    """The vectors the layer applies: each role's elements, less those left out.
+
+    Elements are left out by key: of every role's vector (``omit``: a control call's), or of
+    one role's (``omit_for``: what ``--break`` and the removal tests take away).
     """
 
-    unshare_net: bool = True
-    disable_userns: bool = True
-    input_writable: bool = False
-    # (host source, sandbox destination) pairs mounted read-only in addition to the base list.
-    extra_ro_binds: tuple[tuple[str, str], ...] = ()
-    # (name, value) pairs set in addition to BASE_ENVIRONMENT.
-    extra_env: tuple[tuple[str, str], ...] = ()
-    # Whether the baseline seccomp filter is passed; the launcher appends its fd per call.
-    seccomp: bool = True
-    # Elements left out of every role's vector, by key, and of one role's alone.
+    elements_for: ElementsFor = shipped_elements
     omit: frozenset[str] = frozenset()
     omit_for: frozenset[tuple[Role, str]] = frozenset()
 
@@ -111,7 +122,7 @@ class BubblewrapPolicy:
         return key in self.omit or (role, key) in self.omit_for
 
     def passes_seccomp(self, role: Role) -> bool:
-        return self.seccomp and not self.omits(role, SECCOMP_ELEMENT)
+        return not self.omits(role, SECCOMP_ELEMENT)
 
     def limits(self, role: Role) -> list[tuple[str, int]]:
         """The loader's limit options for ``role``'s calls, with their values (tool-limits.json):
@@ -136,7 +147,6 @@ def _mount(option: str, source: str, destination: str) -> Element:
 
 
 def elements(
-    policy: BubblewrapPolicy,
     *,
     role: Role,
     input_dir: PurePosixPath,
@@ -146,13 +156,11 @@ def elements(
     """The role's vector as named elements, in order, before any is left out."""
     # --- namespaces -------------------------------------------------------------------------
     for ns in NAMESPACES:
-        if ns != "net" or policy.unshare_net:
-            yield _element(f"--unshare-{ns}")
-    if policy.disable_userns:
-        # The child may not create a further user namespace (bwrap sets the limit and then
-        # checks that an unshare fails), and bwrap refuses to start if it could not.
-        yield _element("--disable-userns")
-        yield _element("--assert-userns-disabled")
+        yield _element(f"--unshare-{ns}")
+    # The child may not create a further user namespace (bwrap sets the limit and then checks
+    # that an unshare fails), and bwrap refuses to start if it could not.
+    yield _element("--disable-userns")
+    yield _element("--assert-userns-disabled")
 
     # --- identity and privilege -------------------------------------------------------------
     yield _element("--uid", str(SANDBOX_ID))
@@ -170,7 +178,7 @@ def elements(
     # bwrap applies --clearenv and --setenv as it parses them: every --setenv must follow
     # --clearenv, or it is wiped.
     yield _element("--clearenv")
-    for name, value in (*BASE_ENVIRONMENT, *policy.extra_env):
+    for name, value in BASE_ENVIRONMENT:
         yield _element("--setenv", name, value, key=f"--setenv {name}")
 
     # --- filesystem: the child's root starts as an empty tmpfs ------------------------------
@@ -181,8 +189,6 @@ def elements(
     for target, link in USR_SYMLINKS:
         yield Element(f"--symlink {link}", ("--symlink", target, link))
     yield _mount("--ro-bind", str(code_dir), CODE_MOUNT)
-    for source, destination in policy.extra_ro_binds:
-        yield _mount("--ro-bind", source, destination)
     # A procfs for the child's own pid namespace: it sees no other process.
     yield Element("--proc /proc", ("--proc", "/proc"))
     # --perms and --size apply only to the one operation that follows them.
@@ -191,7 +197,7 @@ def elements(
     yield Element(f"--tmpfs {SCRATCH_MOUNT}", ("--tmpfs", SCRATCH_MOUNT))
 
     # --- the role's workspace: the only per-role part ---------------------------------------
-    yield _mount("--bind" if policy.input_writable else "--ro-bind", str(input_dir), INPUT_MOUNT)
+    yield _mount("--ro-bind", str(input_dir), INPUT_MOUNT)
     # The output directory itself is read-only; each file the role may write is bound over it
     # writable, so the role can create no file of its own.
     yield _mount("--ro-bind", str(output_dir), OUTPUT_MOUNT)
@@ -217,9 +223,7 @@ def bwrap_argv(
 ) -> list[str]:
     """The argument vector for one role, without the per-call seccomp fds and command."""
     argv = ["bwrap"]
-    for element in elements(
-        policy, role=role, input_dir=input_dir, output_dir=output_dir, code_dir=code_dir
-    ):
+    for element in policy.elements_for(role, RolePaths(input_dir, output_dir, code_dir)):
         if not policy.omits(role, element.key):
             argv += element.argv
     return argv
@@ -266,7 +270,7 @@ def mount_destinations(argv: Sequence[str]) -> list[str]:
     return destinations
 
 
-def expected_environment(policy: BubblewrapPolicy) -> list[str]:
-    """The sorted variable names a child started under this policy should hold."""
-    names = {name for name, _ in (*BASE_ENVIRONMENT, *policy.extra_env)}
+def expected_environment() -> list[str]:
+    """The sorted variable names a child started under the shipped policy should hold."""
+    names = {name for name, _ in BASE_ENVIRONMENT}
     return sorted(names | set(DERIVED_ENVIRONMENT))

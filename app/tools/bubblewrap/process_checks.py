@@ -265,7 +265,7 @@ class ProcessChecks:
         )
 
     def _check_environment(self, names: list[str]) -> None:
-        expected = expected_environment(BubblewrapPolicy())
+        expected = expected_environment()
         self.checks.expect_equal(c.ENVIRONMENT(bwrap_only=BWRAP_ONLY), names, expected)
         control = self.layer.run_confined(
             "reader",
