@@ -9,6 +9,12 @@ stop_signals_from_here()
 import sys  # noqa: E402
 
 try:
+    from app.controller.undumpable import make_undumpable
+
+    # Before anything is read that another process at this uid must not see: the cluster runs
+    # the tools at the controller's own uid (app/controller/undumpable.py).
+    make_undumpable()
+
     import gc
 
     from app.controller.standard_streams import reopen_closed

@@ -44,6 +44,7 @@ from app.tools.attacks import (
 from app.tools.controls import host_control
 from app.tools.layer import ToolRunner
 from app.tools.seccomp import resolve_syscall
+from app.tools.undumpable_checks import check_undumpable
 
 NEW_OUTPUT = "attack.txt"
 
@@ -183,6 +184,8 @@ class AttackChecks:
             for attack in ATTACKS:
                 self._control_line(attack, control)
                 self._attack_line(attack, seen)
+            # Last, while the process at the tool's uid outside any sandbox still runs.
+            check_undumpable(self.run, self.layer, aim.victim_pid)
 
     def _control_line(self, attack: Attack, control: Any) -> None:
         tried = [probe for probe in attack.probes if probe in control]

@@ -132,7 +132,20 @@ def attacks() -> tuple[Entry, ...]:
     )
 
 
-ATTACKS_SECTION: Final = Section("attacks", *attacks())
+UNDUMPABLE_CONTROL: Final = Check(
+    "attacks.undumpable.control",
+    "control: a process at the controller's uid {uid} opens a dumpable sibling's /proc/<pid>/mem "
+    "and environ, takes its descriptor 0 (pidfd_getfd) and reaches its memory "
+    "(process_vm_readv)",
+)
+UNDUMPABLE: Final = Check(
+    "attacks.undumpable",
+    "no process at the controller's uid {uid} can open the controller's /proc/<pid>/mem or "
+    "environ, take its descriptors or read its memory: it is not dumpable (EACCES, EACCES, "
+    "EPERM, EPERM)",
+)
+
+ATTACKS_SECTION: Final = Section("attacks", *attacks(), UNDUMPABLE_CONTROL, UNDUMPABLE)
 
 
 # --- business: the writer's draft, read back by the controller before anything is posted ------

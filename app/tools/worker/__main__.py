@@ -36,6 +36,7 @@ ACTION_MODULES: dict[str, str] = {
     "attack-surface": "probes",
     "kernel-calls": "probes",
     "push-terminal-input": "probes",
+    "peek-process": "probes",
     "supplier-request": "proxy",
     "proxy-requests": "proxy",
     "proxy-connections": "proxy",

@@ -281,8 +281,53 @@ def push_terminal_input(args: list[str]) -> Result:
     return ok()
 
 
+def _iovec(address: int, length: int) -> ctypes.Structure:
+    class Iovec(ctypes.Structure):
+        _fields_ = [("base", ctypes.c_void_p), ("length", ctypes.c_size_t)]
+
+    return Iovec(address, length)
+
+
+def _peek(pid: int, getfd_number: int) -> dict[str, str]:
+    """What this process gets of process ``pid``: its memory file, its environment, a copy of
+    its descriptor 0 and one byte of its memory at address 0 (EFAULT: the kernel looked)."""
+    answers = {
+        "mem": _read(f"/proc/{pid}/mem"),
+        "environ": _read(f"/proc/{pid}/environ"),
+    }
+
+    def take_descriptor() -> None:
+        pidfd = os.pidfd_open(pid)
+        try:
+            ctypes.set_errno(0)
+            fd = int(_libc.syscall(ctypes.c_long(getfd_number), pidfd, 0, 0))
+            if fd < 0:
+                number = ctypes.get_errno()
+                raise OSError(number, os.strerror(number))
+            os.close(fd)
+        finally:
+            os.close(pidfd)
+
+    answers["pidfd_getfd"] = _os_errno(take_descriptor)
+    buffer = ctypes.create_string_buffer(1)
+    local, remote = _iovec(ctypes.addressof(buffer), 1), _iovec(0, 1)
+    ctypes.set_errno(0)
+    read = _libc.process_vm_readv(pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    answers["process_vm_readv"] = "ok" if read >= 0 else _name(ctypes.get_errno())
+    return answers
+
+
+def peek_process(args: list[str]) -> Result:
+    """``pidfd_getfd=NUMBER PID...``: what this process gets of each other process (_peek)."""
+    name, _, number = args[0].partition("=")
+    if name != "pidfd_getfd" or not number.isdigit():
+        raise ValueError("peek-process takes pidfd_getfd=<syscall number> first")
+    return ok(answers={pid: _peek(int(pid), int(number)) for pid in args[1:]})
+
+
 ACTIONS = {
     "attack-surface": attack_surface,
+    "peek-process": peek_process,
     "kernel-calls": kernel_calls,
     "push-terminal-input": push_terminal_input,
 }
