@@ -70,13 +70,33 @@ def _listener(family: int, address: str, stack: ExitStack) -> int | None:
     return int(sock.getsockname()[1])
 
 
+def _tcp6_listener(stack: ExitStack) -> int | None:
+    """A listener on ::1 at a port no IPv4 loopback socket holds. Landlock's TCP rules name a
+    port on any address, and a nono role may connect to its front's port on 127.0.0.1: a
+    target that drew the same port over IPv6 would answer that role. So the port is held on
+    127.0.0.1 too, which no front can then hold."""
+    for _ in range(16):
+        with ExitStack() as attempt:
+            port = _listener(socket.AF_INET6, "::1", attempt)
+            if port is None:
+                return None
+            guard = attempt.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            try:
+                guard.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            stack.enter_context(attempt.pop_all())
+            return port
+    raise OSError("no port free on both ::1 and 127.0.0.1 for the IPv6 target")
+
+
 @contextmanager
 def targets(run: Run) -> Iterator[Targets]:
     with ExitStack() as stack:
         tcp4 = _listener(socket.AF_INET, "127.0.0.1", stack)
         if tcp4 is None:
             raise OSError("cannot listen on 127.0.0.1")
-        tcp6 = _listener(socket.AF_INET6, "::1", stack)
+        tcp6 = _tcp6_listener(stack)
         directory = run.paths.attacks
         directory.mkdir(mode=0o755)
         os.chmod(directory, 0o755)

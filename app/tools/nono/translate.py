@@ -6,6 +6,9 @@ directories (read, read and write), ``read_file`` and ``allow_file`` single file
 is ``block``, or one ``custom_credentials`` route, which the launcher serves through the role's
 front: the role may connect to that port alone. Anything else in those sections is refused,
 never ignored, since nono would give it a meaning this launcher does not apply.
+
+The profiles are this project's own format (docs/proofs.md, "The policy is data"): nono never
+reads them, and would refuse their ``process`` and ``network.proxy_front`` sections.
 """
 
 from __future__ import annotations
