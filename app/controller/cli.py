@@ -97,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Lists what each layer needs here (bwrap, its version and options, user "
         "namespaces and the distribution switches, a mountable /proc, libseccomp; Landlock and "
         "its network support; the interpreter; a work directory the tool uid can traverse) "
-        "and, with ANALYST_MODE=cluster, the Pod Identity variables and the supplier Service. "
+        "and, with ANALYST_MODE=cluster, the Job's and Pod Identity's variables, the Pod "
+        "Identity agent's credentials and the supplier Service. "
         "A run's preflight stops at the first of the same list. Exits 3 when a chosen layer "
         "cannot run here.",
     )
