@@ -8,12 +8,13 @@ fields from ``result.data``. A result that does not parse is a failure to run, n
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
+from app.core.errnos import Errno as Errno
 from app.core.errors import RunStopped
+from app.core.result_shapes import result_problem
 
 
 class ToolRunError(RunStopped):
@@ -35,70 +36,6 @@ class ToolOutputRefused(ToolRunError):
 class ToolKilled(ToolRunError):
     """A signal from outside ended the tool process (a kill, the OOM killer): the run stops.
     Not a refusal, and not a missing piece of the machine either, even during preflight."""
-
-
-class Errno(StrEnum):
-    """The errno names a probe can report, as the kernel's errno.h spells them."""
-
-    EPERM = "EPERM"
-    ENOENT = "ENOENT"
-    ESRCH = "ESRCH"
-    EINTR = "EINTR"
-    EIO = "EIO"
-    ENXIO = "ENXIO"
-    E2BIG = "E2BIG"
-    EBADF = "EBADF"
-    ECHILD = "ECHILD"
-    EAGAIN = "EAGAIN"
-    ENOMEM = "ENOMEM"
-    EACCES = "EACCES"
-    EFAULT = "EFAULT"
-    EBUSY = "EBUSY"
-    EEXIST = "EEXIST"
-    EXDEV = "EXDEV"
-    ENODEV = "ENODEV"
-    ENOTDIR = "ENOTDIR"
-    EISDIR = "EISDIR"
-    EINVAL = "EINVAL"
-    ENFILE = "ENFILE"
-    EMFILE = "EMFILE"
-    ENOTTY = "ENOTTY"
-    ETXTBSY = "ETXTBSY"
-    EFBIG = "EFBIG"
-    ENOSPC = "ENOSPC"
-    ESPIPE = "ESPIPE"
-    EROFS = "EROFS"
-    EMLINK = "EMLINK"
-    EPIPE = "EPIPE"
-    ENAMETOOLONG = "ENAMETOOLONG"
-    ENOSYS = "ENOSYS"
-    ELOOP = "ELOOP"
-    EDQUOT = "EDQUOT"
-    EOVERFLOW = "EOVERFLOW"
-    EUSERS = "EUSERS"
-    ENOTSOCK = "ENOTSOCK"
-    EPROTOTYPE = "EPROTOTYPE"
-    ENOPROTOOPT = "ENOPROTOOPT"
-    EPROTONOSUPPORT = "EPROTONOSUPPORT"
-    ESOCKTNOSUPPORT = "ESOCKTNOSUPPORT"
-    EOPNOTSUPP = "EOPNOTSUPP"
-    EAFNOSUPPORT = "EAFNOSUPPORT"
-    EADDRINUSE = "EADDRINUSE"
-    EADDRNOTAVAIL = "EADDRNOTAVAIL"
-    ENETDOWN = "ENETDOWN"
-    ENETUNREACH = "ENETUNREACH"
-    ECONNABORTED = "ECONNABORTED"
-    ECONNRESET = "ECONNRESET"
-    ENOBUFS = "ENOBUFS"
-    EISCONN = "EISCONN"
-    ENOTCONN = "ENOTCONN"
-    ETIMEDOUT = "ETIMEDOUT"
-    ECONNREFUSED = "ECONNREFUSED"
-    EHOSTUNREACH = "EHOSTUNREACH"
-    EALREADY = "EALREADY"
-    EINPROGRESS = "EINPROGRESS"
-    ENOKEY = "ENOKEY"
-    EKEYREJECTED = "EKEYREJECTED"
 
 
 @dataclass(frozen=True)
@@ -125,12 +62,15 @@ class ToolResult:
     @property
     def named_answers(self) -> dict[str, Any]:
         """A probe's answers by name (its "answers" object), each an errno name or "ok"."""
-        return dict(as_mapping(self.data.get("answers", {})))
+        return dict(self.data["answers"])
 
     @classmethod
-    def from_line(cls, payload: str, *, who: str) -> ToolResult:
-        """Parses the result line (without its prefix) that ``who`` printed; raises
-        ToolRunError naming ``who`` if it is not a usable one."""
+    def from_line(
+        cls, payload: str, *, who: str, action: str, args: Sequence[str] = ()
+    ) -> ToolResult:
+        """Parses the result line (without its prefix) that ``who`` printed when asked for
+        ``action`` with ``args``; raises ToolRunError naming ``who`` unless it is that action's
+        result in the shape app/core/result_shapes.py declares for it."""
         try:
             document = json.loads(payload)
         # A (hostile) tool's line nested thousands deep exhausts the parser's recursion.
@@ -140,30 +80,14 @@ class ToolResult:
             ) from error
         if not isinstance(document, dict):
             raise ToolRunError(f"{who} printed a result line that is not a JSON object")
+        problem = result_problem(document, action, args)
+        if problem is not None:
+            raise ToolRunError(f"{who} printed a result for {action} where {problem}")
         fields = dict(document)
-        try:
-            action, ok, errno = fields.pop("action"), fields.pop("ok"), fields.pop("errno")
-        except KeyError as missing:
-            raise ToolRunError(f"{who} printed a result that lacks {missing}") from None
-        peak = fields.pop("peak_rss_kib", None)
-        if not isinstance(action, str) or not isinstance(ok, bool):
-            raise ToolRunError(f"{who} printed a result with a malformed action or ok: {action!r}")
-        if ok != (errno is None):
-            raise ToolRunError(f"{who} printed a result that says ok={ok} with errno {errno!r}")
-        known: Errno | None = None
-        if errno is not None:
-            try:
-                known = Errno(errno)
-            except ValueError:
-                raise ToolRunError(f"{who} reported an unknown errno {errno!r}") from None
+        del fields["action"]
+        ok, errno, peak = fields.pop("ok"), fields.pop("errno"), fields.pop("peak_rss_kib", None)
+        known = None if errno is None else Errno(errno)
         return cls(action, ok, known, fields, peak if isinstance(peak, int) else None)
-
-
-def as_mapping(value: object) -> Mapping[str, Any]:
-    """A nested object of a result's data, checked to be one (a malformed result stops the run)."""
-    if not isinstance(value, Mapping):
-        raise ToolRunError(f"expected an object in the tool's result, got {value!r}")
-    return value
 
 
 def listing(answers: Mapping[str, Any]) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.core.results import as_mapping, listing
+from app.core.results import listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
@@ -179,24 +179,20 @@ class AttackChecks:
             # The attacks on the IPv6 loopback are made only where the controller has one.
             self.checks.begin(c.ATTACKS_SECTION, ipv6=aim.tcp6_port is not None)
             control_dir = str(self.run.paths.workspace("reader").output)
-            control = as_mapping(
-                self.layer.run_unconfined(
-                    "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
-                ).data["answers"]
-            )
+            control = self.layer.run_unconfined(
+                "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
+            ).data["answers"]
             # The control has had the reader's output directory to itself; then each role, in
             # its own directory with its own /dev/shm name, tries every attack.
             seen: dict[Role, dict[str, str]] = {
                 role: dict(
-                    as_mapping(
-                        self.layer.run_tool(
-                            role,
-                            "attack-surface",
-                            attack_parameters(
-                                self.run, aim, self.layer.role_path(role, "out", ""), role
-                            ),
-                        ).data["answers"]
-                    )
+                    self.layer.run_tool(
+                        role,
+                        "attack-surface",
+                        attack_parameters(
+                            self.run, aim, self.layer.role_path(role, "out", ""), role
+                        ),
+                    ).data["answers"]
                 )
                 for role in ROLES
             }

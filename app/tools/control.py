@@ -41,5 +41,7 @@ def run_unconfined(
         tool=tool,
         env=control_environment(paths),
         who="the unconfined control",
+        action=action,
+        args=args,
         decoys=decoys,
     )

@@ -66,9 +66,12 @@ def signal_of(returncode: int) -> str | None:
         return f"signal {number}"
 
 
-def parse_output(output: bytes, returncode: int, *, who: str) -> ToolResult:
-    """Finds exactly one result line in a tool's output (its stdout and stderr together);
-    anything else is a failure to run, not a refusal, and says so naming ``who``."""
+def parse_output(
+    output: bytes, returncode: int, *, who: str, action: str, args: Sequence[str]
+) -> ToolResult:
+    """Finds exactly one result line in a tool's output (its stdout and stderr together), the
+    result of ``action`` asked with ``args`` in its declared shape; anything else is a failure
+    to run, not a refusal, and says so naming ``who``."""
     lines = output.decode("utf-8", "replace").splitlines()
     results = [line[len(RESULT_PREFIX) :] for line in lines if line.startswith(RESULT_PREFIX)]
     if returncode != 0 or len(results) != 1:
@@ -81,7 +84,7 @@ def parse_output(output: bytes, returncode: int, *, who: str) -> ToolResult:
                 "something outside the run ended it (a kill, the OOM killer); run again",
             )
         raise ToolRunError(f"{who} exited {returncode} with {len(results)} result lines" + said)
-    return ToolResult.from_line(results[0], who=who)
+    return ToolResult.from_line(results[0], who=who, action=action, args=args)
 
 
 def exec_as_tool(
@@ -90,11 +93,14 @@ def exec_as_tool(
     tool: ToolIdentity,
     env: Mapping[str, str],
     who: str,
+    action: str,
+    args: Sequence[str],
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
     decoys: DecoyView | None = None,
 ) -> ToolResult:
-    """Runs ``argv`` as the tool's uid/gid (with no supplementary groups) and parses its result.
+    """Runs ``argv`` as the tool's uid/gid (with no supplementary groups) and parses its result
+    as the answer to ``action`` with ``args``.
 
     A root controller drops the process's identity before exec, so whatever runs (bwrap, or
     the worker itself for a control) is never host root. The working directory is ``/``: the
@@ -132,7 +138,7 @@ def exec_as_tool(
     stop = failure(who, output, TOOL_TIMEOUT_SECONDS)
     if stop is not None:
         raise stop
-    return parse_output(output.data, process.returncode, who=who)
+    return parse_output(output.data, process.returncode, who=who, action=action, args=args)
 
 
 def spawn_as_tool(

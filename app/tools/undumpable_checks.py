@@ -15,7 +15,6 @@ import os
 from pathlib import Path
 from typing import Final
 
-from app.core.results import as_mapping
 from app.core.run import Run
 from app.tools import catalogue as c
 from app.tools.layer import ToolRunner
@@ -65,17 +64,15 @@ def check_undumpable(run: Run, layer: ToolRunner, sibling_pid: int) -> None:
         run.checks.skip(control, reason)
         run.checks.skip(refused, reason)
         return
-    answers = as_mapping(
-        layer.run_unconfined(
-            "peek-process",
-            f"pidfd_getfd={resolve_syscall('pidfd_getfd')}",
-            str(sibling_pid),
-            str(me),
-        ).data["answers"]
-    )
+    answers = layer.run_unconfined(
+        "peek-process",
+        f"pidfd_getfd={resolve_syscall('pidfd_getfd')}",
+        str(sibling_pid),
+        str(me),
+    ).data["answers"]
     sibling, controller = (
-        dict(as_mapping(answers[str(sibling_pid)])),
-        dict(as_mapping(answers[str(me)])),
+        dict(answers[str(sibling_pid)]),
+        dict(answers[str(me)]),
     )
     run.checks.require(
         control, sibling == DUMPABLE, detail=f"pid {sibling_pid}: {_listed(sibling)}"

@@ -114,7 +114,11 @@ def test_under_the_project_profile_bwrap_runs_every_role(
 ) -> None:
     completed = under_profile.run(BWRAP_WIDENINGS, role)
     result = parse_output(
-        completed.stdout + completed.stderr, completed.returncode, who="the tool process"
+        completed.stdout + completed.stderr,
+        completed.returncode,
+        who="the tool process",
+        action="proc-status",
+        args=(),
     )
     assert result.ok
     status = result.data["status"]

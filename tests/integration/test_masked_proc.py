@@ -78,6 +78,10 @@ def test_a_masked_proc_refuses_bwraps_procfs_with_eperm(layer: BubblewrapLayer) 
 def test_an_unmasked_proc_lets_the_same_vector_run(layer: BubblewrapLayer) -> None:
     completed = _reader_in_container(layer, masked=False)
     result = parse_output(
-        completed.stdout + completed.stderr, completed.returncode, who="the tool process"
+        completed.stdout + completed.stderr,
+        completed.returncode,
+        who="the tool process",
+        action="proc-status",
+        args=(),
     )
     assert result.ok and result.data["uid"] == 1000

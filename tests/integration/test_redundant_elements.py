@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from app.core.results import as_mapping
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE
@@ -60,13 +59,11 @@ def attack_answers(run: Run, layer: ConfinementLayer) -> dict[Role, Any]:
     with targets(run) as aim:
         return {
             role: dict(
-                as_mapping(
-                    layer.run_tool(
-                        role,
-                        "attack-surface",
-                        attack_parameters(run, aim, layer.role_path(role, "out", ""), role),
-                    ).data["answers"]
-                )
+                layer.run_tool(
+                    role,
+                    "attack-surface",
+                    attack_parameters(run, aim, layer.role_path(role, "out", ""), role),
+                ).data["answers"]
             )
             for role in ROLES
         }
@@ -80,9 +77,7 @@ def bwrap_state(shared: Shared, policy: BubblewrapPolicy) -> dict[str, Any]:
         state: dict[str, Any] = {"attacks": attack_answers(run, layer)}
         for role in ROLES:
             seen = dict(layer.run_tool(role, "proc-status").data)
-            seen["namespaces"] = {
-                ns: value != own[ns] for ns, value in as_mapping(seen["namespaces"]).items()
-            }
+            seen["namespaces"] = {ns: value != own[ns] for ns, value in seen["namespaces"].items()}
             written = layer.run_tool(role, "write-file", f"/output/{CHECK_FILE}", "state\n")
             seen["output_owner"] = written.data.get("owner")
             seen["nested_userns"] = layer.run_tool(role, "unshare-user").observed

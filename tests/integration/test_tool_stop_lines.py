@@ -48,13 +48,14 @@ def test_a_preflight_tool_that_exits_on_its_own_stops_the_run_naming_its_role(
 def test_a_preflight_tool_that_says_it_failed_stops_the_run_naming_its_role(
     work_base: Path,
 ) -> None:
-    """nono's preflight read a result of ok false as the layer unable to run here (exit 3)."""
+    """nono's preflight read a result of ok false as the layer unable to run here (exit 3):
+    env-names never reports a refusal, so its shape has no refused form."""
     line = f'{RESULT_PREFIX}{{"action": "env-names", "ok": false, "errno": "EPERM"}}\n'
     lied = Step("answer", role="evaluator", action="env-names", args={"line": line})
     run = run_hostile(work_base, "nono", [lied])
     assert the_stop(run) == (
-        "error (run stopped): the evaluator's tool process reported its preflight action "
-        "failing (EPERM), which the worker's never does"
+        "error (run stopped): the evaluator's tool process printed a result for env-names "
+        "where the result reports a refusal (EPERM), which this action never does"
     )
 
 
@@ -62,16 +63,20 @@ MALFORMED = [
     ("bubblewrap", "not json", "printed a result line that is not usable JSON: Expecting value"),
     ("nono", "not json", "printed a result line that is not usable JSON: Expecting value"),
     ("bubblewrap", "[1]", "printed a result line that is not a JSON object"),
-    ("nono", '{"ok": true, "errno": null}', "printed a result that lacks 'action'"),
+    (
+        "nono",
+        '{"ok": true, "errno": null}',
+        "printed a result for evaluate where action is missing",
+    ),
     (
         "bubblewrap",
         '{"action": "evaluate", "ok": true, "errno": "EPERM"}',
-        "printed a result that says ok=True with errno 'EPERM'",
+        "printed a result for evaluate where the result says ok=True with errno 'EPERM'",
     ),
     (
         "nono",
         '{"action": "evaluate", "ok": false, "errno": "EWHAT"}',
-        "reported an unknown errno 'EWHAT'",
+        "printed a result for evaluate where errno is 'EWHAT', not an errno name",
     ),
 ]
 

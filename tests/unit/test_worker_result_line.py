@@ -71,11 +71,13 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
 
 def _read_back(capsys: pytest.CaptureFixture[str], value: Any) -> Any:
     """What the controller parses from the line the worker writes for a result holding value."""
-    emit("probe", ok(value=value))
+    emit("env-names", ok(names=[], value=value))
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(RESULT_PREFIX)
-    parsed = ToolResult.from_line(line[len(RESULT_PREFIX) :], who="the reader's tool process")
-    assert parsed.action == "probe" and parsed.ok
+    parsed = ToolResult.from_line(
+        line[len(RESULT_PREFIX) :], who="the reader's tool process", action="env-names"
+    )
+    assert parsed.action == "env-names" and parsed.ok
     return parsed.data["value"]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from app.core.catalogue import Claim
-from app.core.results import Errno, ToolResult, as_mapping, listing
+from app.core.results import Errno, ToolResult, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.bubblewrap import catalogue as c
@@ -84,11 +84,9 @@ class KernelChecks:
                 detail=f"observed {result.observed}",
             )
         extra = [single_syscall_filter(name) for name in STACKED_SYSCALLS]
-        stacked = as_mapping(
-            self.layer.run_confined(
-                "reader", "proc-status", [], extra_filters=extra, purpose="stacked filters"
-            ).data["status"]
-        )
+        stacked = self.layer.run_confined(
+            "reader", "proc-status", [], extra_filters=extra, purpose="stacked filters"
+        ).data["status"]
         inherited = inherited_filters()
         self.checks.require(
             c.STACKED_COUNT(inherited=over_inherited(inherited)),

@@ -179,6 +179,8 @@ class BubblewrapLayer(ConfinementLayer):
                 tool=self.run.tool,
                 env=BWRAP_ENVIRONMENT if bwrap_env is None else bwrap_env,
                 who=f"the {role}'s tool process",
+                action=action,
+                args=args,
                 pass_fds=fds,
                 executable=self.readings.path,
                 decoys=self.run.decoy_view,

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from app.core.results import ToolResult, ToolRunError, as_mapping
+from app.core.results import ToolResult, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE
@@ -61,7 +61,7 @@ class ProcessChecks:
             c.READER_STARTS, lambda: self._reading("reader"), refusals=(ToolRunError,)
         )
         self.readings["reader_proc_status"] = dict(tool.data)
-        status = as_mapping(tool.data["status"])
+        status = tool.data["status"]
         self._check_ids(tool, status)
         self._check_privileges(status)
         self._check_namespaces(tool)
@@ -85,9 +85,7 @@ class ProcessChecks:
         own = read_namespaces()
         named = {"/", *mount_destinations(self.layer.role_argv(role, BubblewrapPolicy()))}
         state = dict(data)
-        state["namespaces"] = {
-            ns: value != own[ns] for ns, value in as_mapping(data["namespaces"]).items()
-        }
+        state["namespaces"] = {ns: value != own[ns] for ns, value in data["namespaces"].items()}
         state["hostname"] = data["hostname"] == hostname_for(role)
         state["mounts"] = set(data["mounts"]) == named
         return state
@@ -209,7 +207,7 @@ class ProcessChecks:
 
     def _check_namespaces(self, tool: ToolResult) -> None:
         own = read_namespaces()
-        theirs = as_mapping(tool.data["namespaces"])
+        theirs = tool.data["namespaces"]
         self.readings["controller_namespaces"] = own
         for ns in CHECKED_NAMESPACES:
             self.checks.require(

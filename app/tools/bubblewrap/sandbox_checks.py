@@ -10,7 +10,7 @@ from __future__ import annotations
 import signal
 from typing import Final
 
-from app.core.results import Errno, ToolResult, as_mapping
+from app.core.results import Errno, ToolResult
 from app.core.run import Run
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
 from app.tools.bubblewrap import catalogue as c
@@ -76,7 +76,7 @@ class SandboxChecks:
         self.checks.expect_equal(c.PARENT_DEATH_CONTROL, control.data.get("pdeathsig"), 0)
 
     def _scratch(self, tool: ToolResult) -> None:
-        scratch = as_mapping(tool.data["scratch"]) if tool.data["scratch"] else {}
+        scratch = tool.data["scratch"] if tool.data["scratch"] else {}
         self.checks.require(
             c.SCRATCH_OWN(mode=f"{SCRATCH_MODE:04o}", uid=SANDBOX_ID),
             scratch.get("mode") == SCRATCH_MODE and scratch.get("uid") == SANDBOX_ID,

@@ -72,7 +72,7 @@ def read_while_held(fifo: Path, *, who: str, pid_file: str, start: Starter) -> H
         if isinstance(ended, BaseException):
             raise ended from None
         if isinstance(ended, tuple):
-            parse_output(*ended, who=who)
+            parse_output(*ended, who=who, action="hold", args=())
         raise
     finally:
         thread.join(TOOL_TIMEOUT_SECONDS)
@@ -83,4 +83,4 @@ def read_while_held(fifo: Path, *, who: str, pid_file: str, start: Starter) -> H
     exit_ = outcome.get("exit")
     if not isinstance(exit_, tuple):
         raise ToolRunError(f"{who} did not finish once released")
-    return HeldReading(pid, status, command, parse_output(*exit_, who=who))
+    return HeldReading(pid, status, command, parse_output(*exit_, who=who, action="hold", args=()))

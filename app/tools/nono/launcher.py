@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 import nono_py
 
-from app.core.errors import LayerUnavailable, RunStopped
+from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
@@ -219,7 +219,8 @@ class NonoLayer(ConfinementLayer):
             )
         command = self._command(profile, action, args, baseline)
         output, code = self._execute(role, profile, command, enforcement_mode)
-        return self._seen(parse_output(output, code, who=f"the {role}'s tool process"))
+        who = f"the {role}'s tool process"
+        return self._seen(parse_output(output, code, who=who, action=action, args=args))
 
     def _command(
         self, profile: dict[str, Any], action: str, args: Sequence[str], baseline: bool
@@ -352,19 +353,13 @@ class NonoLayer(ConfinementLayer):
         # The machine's part only: one tool process under the shipped evaluator profile.
         # What this run's own profiles do is for the checks to show, each on its own line.
         try:
-            outcome = self.run_confined(
-                "evaluator", "env-names", [], shipped=True, purpose="preflight"
-            )
+            self.run_confined("evaluator", "env-names", [], shipped=True, purpose="preflight")
         except ToolStartFailed as error:
             # nono-py itself raised before the tool ran: a piece of the machine (exit 3).
             raise LayerUnavailable(f"nono could not start a tool process here: {error}") from error
-        # Any other end (killed, flooding, no result, an exit of its own) came after nono
-        # started the tool: it is the tool's, untrusted, and the run stops (exit 1).
-        if not outcome.ok:
-            raise RunStopped(
-                f"the evaluator's tool process reported its preflight action failing "
-                f"({outcome.observed}), which the worker's never does"
-            )
+        # Any other end (killed, flooding, no result, a result that is not env-names' own, an
+        # exit of its own) came after nono started the tool: it is the tool's, untrusted, and
+        # the run stops (exit 1).
 
     def evidence(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,362 @@
+"""The shape of each worker action's result, declared once, and the one check that holds a
+result line to it.
+
+A result line comes from a tool process, which may be any program: before a check reads a
+field, the line is held to its action's shape here, so every field a check reads is there with
+its JSON type (nested ones too), and a line that is not what the worker prints stops the run
+naming what is wrong, rather than a KeyError or TypeError deep in a check.
+
+``SHAPES`` holds, for every action of the worker (app/tools/worker/*.py's ACTIONS; a test holds
+the two to each other), the fields of its ok form and, for an action that reports a refusal,
+those of its refused form (None: the worker never reports one, so such a line is refused). A
+field the shape does not name is kept, unread; a shape names every field a check reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final, cast
+
+from app.core.errnos import Errno
+from app.core.escaping import escaped
+
+# How much of a wrong value a stop line shows: enough to recognise it, never a flood.
+_SHOWN_CHARACTERS: Final = 60
+_ERRNO_NAMES: Final = frozenset(Errno)
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A JSON string, integer or boolean (an integer is never a boolean, as in JSON)."""
+
+    name: str
+    accepts: Callable[[object], bool]
+
+
+@dataclass(frozen=True)
+class ListOf:
+    item: Shape
+
+
+@dataclass(frozen=True)
+class MapOf:
+    """An object whose keys the action chooses, every value of one shape."""
+
+    value: Shape
+
+
+@dataclass(frozen=True)
+class Fields:
+    """An object with at least these fields, each of its shape."""
+
+    fields: Mapping[str, Shape]
+
+
+@dataclass(frozen=True)
+class Nullable:
+    inner: Shape
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A nested result of one operation, as the worker's ok() and refused() build it: ``ok``
+    and ``errno`` agree (an errno name exactly when not ok), then the form's own fields."""
+
+    ok: Fields
+    refused: Fields | None
+
+
+Shape = Scalar | ListOf | MapOf | Fields | Nullable | Outcome
+
+STRING: Final = Scalar("a string", lambda value: isinstance(value, str))
+INTEGER: Final = Scalar(
+    "an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)
+)
+BOOLEAN: Final = Scalar("a boolean", lambda value: isinstance(value, bool))
+NONE: Final = Fields({})
+
+
+@dataclass(frozen=True)
+class ActionShape:
+    """One action's result: its ok form, its refused form (None: never refused), and what its
+    fields must say of the arguments it was asked with (None when they agree, else what
+    differs), for a result keyed by what was asked."""
+
+    ok: Fields
+    refused: Fields | None = None
+    answers_for: Callable[[Mapping[str, object], Sequence[str]], str | None] | None = field(
+        default=None, compare=False
+    )
+
+
+def _keys_are(expected: Sequence[str], answers: object, what: str) -> str | None:
+    """None when ``answers`` (an object, as its shape holds) is keyed by exactly ``expected``,
+    else what differs."""
+    given = set(cast(Mapping[str, object], answers))
+    if given == set(expected):
+        return None
+    missing = sorted(set(expected) - given)
+    extra = sorted(given - set(expected))
+    return (
+        f"its answers are not keyed by the {what} asked "
+        f"(missing {missing}, extra {shown_value(extra)})"
+    )
+
+
+def _one_answer_each(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    answers = cast(list[object], data["answers"])
+    if len(answers) == len(args):
+        return None
+    return f"it gave {len(answers)} answers to {len(args)} operations"
+
+
+def _calls_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    return _keys_are([arg.partition("=")[0] for arg in args], data["answers"], "calls")
+
+
+def _processes_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    return _keys_are(list(args[1:]), data["answers"], "processes")
+
+
+def _requests_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    requests = cast(list[object], data["requests"])
+    if len(requests) == len(args) // 3:
+        return None
+    return f"it gave {len(requests)} answers to {len(args) // 3} requests"
+
+
+_STATUS_FIELDS: Final = (
+    "Uid",
+    "Gid",
+    "CapInh",
+    "CapPrm",
+    "CapEff",
+    "CapBnd",
+    "CapAmb",
+    "NoNewPrivs",
+    "Seccomp",
+    "Seccomp_filters",
+)
+_NAMESPACES: Final = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
+_PATH: Final = Fields({"path": STRING})
+_RAW_REQUEST: Final = {"request_id": STRING, "method": STRING, "target": STRING}
+
+SHAPES: Final[Mapping[str, ActionShape]] = {
+    # business.py
+    "read-case": ActionShape(
+        Fields(
+            {
+                "path": STRING,
+                "sha256": STRING,
+                "case_id": STRING,
+                "supplier_ids": ListOf(STRING),
+            }
+        )
+    ),
+    "read-proposal": ActionShape(Fields({"path": STRING, "sha256": STRING, "supplier_id": STRING})),
+    "evaluate": ActionShape(
+        Fields(
+            {
+                "comparison": Fields(
+                    {
+                        "case_id": STRING,
+                        "winner": Nullable(STRING),
+                        "suppliers": ListOf(
+                            Fields({"id": STRING, "eligible": BOOLEAN, "misses": ListOf(STRING)})
+                        ),
+                    }
+                ),
+                "sha256": STRING,
+            }
+        )
+    ),
+    "write-draft": ActionShape(
+        Fields({"comparison_sha256": STRING, "draft_sha256": STRING, "winner": Nullable(STRING)})
+    ),
+    # environment.py, credentials.py
+    "env-names": ActionShape(Fields({"names": ListOf(STRING)})),
+    "credential-digest": ActionShape(
+        Fields({"present": BOOLEAN, "non_empty": BOOLEAN, "digest": STRING})
+    ),
+    # files.py
+    "open-read": ActionShape(
+        Fields({"path": STRING, "device": INTEGER, "inode": INTEGER}), refused=_PATH
+    ),
+    "open-write": ActionShape(_PATH, refused=_PATH),
+    "write-file": ActionShape(
+        Fields({"path": STRING, "sha256": STRING, "owner": ListOf(INTEGER)}), refused=_PATH
+    ),
+    "access": ActionShape(Fields({"answers": ListOf(STRING)}), answers_for=_one_answer_each),
+    # network.py
+    "interfaces": ActionShape(Fields({"interfaces": ListOf(STRING)})),
+    "tcp-connect": ActionShape(
+        Fields({"address": STRING, "port": INTEGER}),
+        refused=Fields({"address": STRING, "port": INTEGER}),
+    ),
+    "socket-inet": ActionShape(NONE, refused=NONE),
+    # probes.py
+    "attack-surface": ActionShape(Fields({"answers": MapOf(STRING)})),
+    "kernel-calls": ActionShape(Fields({"answers": MapOf(STRING)}), answers_for=_calls_asked),
+    "push-terminal-input": ActionShape(NONE, refused=NONE),
+    "peek-process": ActionShape(
+        Fields({"answers": MapOf(MapOf(STRING))}), answers_for=_processes_asked
+    ),
+    # proxy.py
+    "supplier-request": ActionShape(
+        Fields({"method": STRING, "path": STRING, "status": INTEGER, "request_id": STRING}),
+        refused=Fields({"method": STRING, "path": STRING, "request_id": STRING}),
+    ),
+    "proxy-requests": ActionShape(
+        Fields(
+            {
+                "requests": ListOf(
+                    Outcome(
+                        ok=Fields({"status": INTEGER, **_RAW_REQUEST}),
+                        refused=Fields(_RAW_REQUEST),
+                    )
+                )
+            }
+        ),
+        answers_for=_requests_asked,
+    ),
+    "proxy-connections": ActionShape(
+        Fields(
+            {
+                "open": INTEGER,
+                "within": INTEGER,
+                "beyond": INTEGER,
+                "request_id": STRING,
+                "target": STRING,
+            }
+        )
+    ),
+    # system.py
+    "proc-status": ActionShape(
+        Fields(
+            {
+                "uid": INTEGER,
+                "gid": INTEGER,
+                "status": Fields(dict.fromkeys(_STATUS_FIELDS, STRING)),
+                "uid_map": ListOf(STRING),
+                "gid_map": ListOf(STRING),
+                "namespaces": Fields(dict.fromkeys(_NAMESPACES, STRING)),
+                "hostname": STRING,
+                "mounts": ListOf(STRING),
+                "environment": ListOf(STRING),
+                "cwd": STRING,
+                "pid": INTEGER,
+                "sid": INTEGER,
+                "scratch": Nullable(Fields({"bytes": INTEGER, "mode": INTEGER, "uid": INTEGER})),
+                "pdeathsig": INTEGER,
+                "root_create": STRING,
+            }
+        )
+    ),
+    "fill-scratch": ActionShape(Fields({"written": INTEGER}), refused=Fields({"written": INTEGER})),
+    "hold": ActionShape(Fields({"pid": INTEGER, "sid": INTEGER})),
+    "unshare-user": ActionShape(NONE, refused=NONE),
+    "syscall": ActionShape(
+        Fields({"number": INTEGER, "returned": INTEGER}), refused=Fields({"number": INTEGER})
+    ),
+}
+
+
+def shown_value(value: object) -> str:
+    """A value from a tool's line as a stop line may show it: its repr, cut short, escaped."""
+    text = repr(value)
+    if len(text) > _SHOWN_CHARACTERS:
+        text = text[:_SHOWN_CHARACTERS] + "..."
+    return escaped(text)
+
+
+def _at(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _whole(path: str) -> str:
+    return path or "the result"
+
+
+def _kind(shape: Shape) -> str:
+    if isinstance(shape, Scalar):
+        return shape.name
+    if isinstance(shape, ListOf):
+        return "a list"
+    if isinstance(shape, Nullable):
+        return f"{_kind(shape.inner)} or null"
+    return "an object"
+
+
+def _outcome_problem(
+    document: Mapping[str, object], ok_form: Fields, refused_form: Fields | None, path: str
+) -> str | None:
+    """What is wrong with one operation's result (its ok and errno, then its form's fields)."""
+    for name in ("ok", "errno"):
+        if name not in document:
+            return f"{_at(path, name)} is missing"
+    ok, errno = document["ok"], document["errno"]
+    if not isinstance(ok, bool):
+        return f"{_at(path, 'ok')} is {shown_value(ok)}, not a boolean"
+    if ok != (errno is None):
+        return f"{_whole(path)} says ok={ok} with errno {shown_value(errno)}"
+    if ok:
+        return _fields_problem(ok_form, document, path)
+    if not isinstance(errno, str) or errno not in _ERRNO_NAMES:
+        return f"{_at(path, 'errno')} is {shown_value(errno)}, not an errno name"
+    if refused_form is None:
+        return f"{_whole(path)} reports a refusal ({errno}), which this action never does"
+    return _fields_problem(refused_form, document, path)
+
+
+def _fields_problem(shape: Fields, value: Mapping[str, object], path: str) -> str | None:
+    for name, inner in shape.fields.items():
+        place = _at(path, name)
+        if name not in value:
+            return f"{place} is missing (expected {_kind(inner)})"
+        problem = value_problem(inner, value[name], place)
+        if problem is not None:
+            return problem
+    return None
+
+
+def value_problem(shape: Shape, value: object, path: str) -> str | None:
+    """What is wrong with ``value`` for ``shape`` (the first problem found), naming the place
+    by ``path`` ("comparison.suppliers[0].id"); None when it fits."""
+    if isinstance(shape, Nullable):
+        return None if value is None else value_problem(shape.inner, value, path)
+    if isinstance(shape, Scalar):
+        return None if shape.accepts(value) else f"{path} is {shown_value(value)}, not {shape.name}"
+    if isinstance(shape, ListOf):
+        if not isinstance(value, list):
+            return f"{path} is {shown_value(value)}, not a list"
+        for index, item in enumerate(value):
+            problem = value_problem(shape.item, item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+        return None
+    if not isinstance(value, dict):
+        return f"{path} is {shown_value(value)}, not an object"
+    if isinstance(shape, MapOf):
+        for key, item in value.items():
+            problem = value_problem(shape.value, item, f"{path}[{shown_value(key)}]")
+            if problem is not None:
+                return problem
+        return None
+    if isinstance(shape, Outcome):
+        return _outcome_problem(value, shape.ok, shape.refused, path)
+    return _fields_problem(shape, value, path)
+
+
+def result_problem(document: Mapping[str, object], asked: str, args: Sequence[str]) -> str | None:
+    """What is wrong with a result line's object as the answer to ``asked`` with ``args``
+    (the first problem found, for the run's stop), or None when it is the answer's shape."""
+    if "action" not in document:
+        return "action is missing"
+    if document["action"] != asked:
+        return f"action is {shown_value(document['action'])}"
+    shape = SHAPES[asked]
+    problem = _outcome_problem(document, shape.ok, shape.refused, "")
+    if problem is None and document["ok"] and shape.answers_for is not None:
+        problem = shape.answers_for(document, args)
+    return problem

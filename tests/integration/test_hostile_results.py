@@ -1,0 +1,99 @@
+"""A result line that is JSON with an action, ok and errno but is not the action's result, in
+real runs of either layer: a hostile worker (support/hostile.py) prints it in place of the
+worker's. The line is held to the action's declared shape (app/core/result_shapes.py) before a
+check reads it, so the run stops with exit 1 on one line naming the role and what is wrong,
+where it ended in a controller's KeyError or TypeError; nothing is left running and no secret
+is left on disk.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.tools.worker.protocol import RESULT_PREFIX
+from tests.support.hostile import HostileRun, Step, run_hostile
+
+pytestmark = pytest.mark.integration
+
+
+def _line(action: str, **fields: Any) -> str:
+    document = {"action": action, "ok": True, "errno": None, **fields}
+    return f"{RESULT_PREFIX}{json.dumps(document)}\n"
+
+
+# (layer, role, action, the line it prints, what its role's stop says after "printed a result")
+CASES = [
+    (
+        "bubblewrap",
+        "evaluator",
+        "proc-status",
+        _line("proc-status"),
+        "for proc-status where uid is missing (expected an integer)",
+    ),
+    (
+        "nono",
+        "reader",
+        "env-names",
+        _line("env-names", names=5),
+        "for env-names where names is 5, not a list",
+    ),
+    (
+        "bubblewrap",
+        "reader",
+        "env-names",
+        _line("env-names", names=5),
+        "for env-names where names is 5, not a list",
+    ),
+    (
+        "bubblewrap",
+        "evaluator",
+        "evaluate",
+        _line("evaluate"),
+        "for evaluate where comparison is missing (expected an object)",
+    ),
+    (
+        "nono",
+        "evaluator",
+        "evaluate",
+        _line("evaluate"),
+        "for evaluate where comparison is missing (expected an object)",
+    ),
+    (
+        "nono",
+        "evaluator",
+        "evaluate",
+        _line("read-proposal", path="/x", sha256="0", supplier_id="cedar"),
+        "for evaluate where action is 'read-proposal'",
+    ),
+]
+
+
+def the_stop(run: HostileRun) -> str:
+    """The run's one error line, after checking it ended with exit 1 as a stop (no traceback),
+    with nothing left running and no secret left on disk."""
+    assert run.exit_code == 1, run.describe()
+    errors = [line for line in run.error_lines() if line.strip()]
+    assert len(errors) == 1, run.describe()
+    assert "Traceback" not in run.stdout + run.stderr, run.describe()
+    assert run.secrets(), "the harness saw no secret written"
+    assert run.secrets_on_disk() == []
+    assert run.processes_left() == []
+    return errors[0]
+
+
+@pytest.mark.parametrize(
+    ("layer", "role", "action", "line", "problem"),
+    CASES,
+    ids=[f"{layer}: {role} {action}: {problem}" for layer, role, action, _, problem in CASES],
+)
+def test_a_result_not_in_its_actions_shape_stops_the_run_naming_the_role(
+    layer: str, role: str, action: str, line: str, problem: str, work_base: Path
+) -> None:
+    answered = Step("answer", role=role, action=action, args={"line": line})
+    run = run_hostile(work_base, layer, [answered])
+    stop = the_stop(run)
+    assert f"the {role}'s tool process printed a result {problem}" in stop, run.describe()
