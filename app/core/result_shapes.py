@@ -355,6 +355,10 @@ def result_problem(document: Mapping[str, object], asked: str, args: Sequence[st
         return "action is missing"
     if document["action"] != asked:
         return f"action is {shown_value(document['action'])}"
+    # Every result's own peak memory, where the worker could read it (the benchmark's figure).
+    problem = value_problem(Nullable(INTEGER), document.get("peak_rss_kib"), "peak_rss_kib")
+    if problem is not None:
+        return problem
     shape = SHAPES[asked]
     problem = _outcome_problem(document, shape.ok, shape.refused, "")
     if problem is None and document["ok"] and shape.answers_for is not None:

@@ -87,7 +87,7 @@ class ToolResult:
         del fields["action"]
         ok, errno, peak = fields.pop("ok"), fields.pop("errno"), fields.pop("peak_rss_kib", None)
         known = None if errno is None else Errno(errno)
-        return cls(action, ok, known, fields, peak if isinstance(peak, int) else None)
+        return cls(action, ok, known, fields, peak)
 
 
 def listing(answers: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ import pytest
 import app.tools.worker as worker_package
 from app.core.result_shapes import SHAPES, result_problem
 from app.core.results import Errno, ToolResult, ToolRunError
-from app.tools.worker import files, network, system
+from app.tools.worker import business, credentials, environment, files, network, system
 from app.tools.worker.protocol import RESULT_PREFIX, Result, emit
 
 WHO = "the reader's tool process"
@@ -64,13 +64,56 @@ def _real_results(tmp_path: Path) -> list[tuple[str, list[str], Result]]:
         ("syscall", ["39"]),  # getpid on x86-64: harmless wherever it lands
         ("syscall", ["-1"]),  # no such call: ENOSYS
     ]
-    modules = {**files.ACTIONS, **network.ACTIONS, **system.ACTIONS}
+    calls += _business_calls(tmp_path)
+    modules = {
+        **business.ACTIONS,
+        **credentials.ACTIONS,
+        **environment.ACTIONS,
+        **files.ACTIONS,
+        **network.ACTIONS,
+        **system.ACTIONS,
+    }
     return [(action, args, modules[action](args)) for action, args in calls]
 
 
+def _business_calls(tmp_path: Path) -> list[tuple[str, list[str]]]:
+    """The roles' own work on a small case: its files staged as the controller stages them."""
+    case, proposal, facts = tmp_path / "case.json", tmp_path / "p.json", tmp_path / "facts.json"
+    case.write_text(json.dumps({"case_id": "rfp-001", "suppliers": [{"id": "northstar"}]}))
+    proposal.write_text(json.dumps({"supplier_id": "northstar"}))
+    supplier = {"id": "northstar", "price_usd": 10, "delivery_days": 5, "warranty_months": 24}
+    limits = {"max_price_usd": 20, "max_delivery_days": 10, "min_warranty_months": 12}
+    facts.write_text(
+        json.dumps(
+            {
+                "case_id": "rfp-001",
+                "requirements": limits,
+                "suppliers": [supplier],
+                "availability": {"northstar": True},
+            }
+        )
+    )
+    into, out = tmp_path / "in", tmp_path / "out"
+    into.mkdir()
+    out.mkdir()
+    (into / "comparison.json").write_text(json.dumps(COMPARISON))
+    (into / "private.json").write_text(json.dumps({"draft_reference": "D-1"}))
+    for name in ("comparison.json", "draft.txt", "evaluated.json"):
+        (out / name).write_text("")
+    return [
+        ("read-case", [str(case)]),
+        ("read-proposal", [str(proposal)]),
+        ("evaluate", [str(facts), str(out / "evaluated.json")]),
+        ("write-draft", [str(into), str(out)]),
+        ("env-names", []),
+        ("credential-digest", []),
+    ]
+
+
 def test_what_the_workers_actions_print_meets_their_shapes(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv(credentials.DIGEST_KEY_VARIABLE, "a digest key")
     forms: set[tuple[str, bool]] = set()
     for action, args, result in _real_results(tmp_path):
         parsed = ToolResult.from_line(
@@ -197,6 +240,12 @@ BROKEN: list[tuple[str, list[str], str, str]] = [
     ),
     ("evaluate", [], _line("read-case"), "where action is 'read-case'"),
     ("evaluate", [], json.dumps({"ok": True, "errno": None}), "where action is missing"),
+    (
+        "env-names",
+        [],
+        _line("env-names", names=[], peak_rss_kib=True),
+        "where peak_rss_kib is True, not an integer",
+    ),
     (
         "evaluate",
         [],
