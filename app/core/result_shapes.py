@@ -126,7 +126,10 @@ def _requests_asked(data: Mapping[str, object], args: Sequence[str]) -> str | No
     return f"it gave {len(requests)} answers to {len(args) // 3} requests"
 
 
-_STATUS_FIELDS: Final = (
+# What proc-status reads of /proc/self/status and of /proc/self/ns, as the worker names them
+# (STATUS_FIELDS and NAMESPACES of app/tools/worker/system.py): written again here, since core
+# imports nothing of the tools; a unit test holds the two equal.
+STATUS_FIELDS: Final = (
     "Uid",
     "Gid",
     "CapInh",
@@ -138,7 +141,7 @@ _STATUS_FIELDS: Final = (
     "Seccomp",
     "Seccomp_filters",
 )
-_NAMESPACES: Final = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
+NAMESPACES: Final = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
 _PATH: Final = Fields({"path": STRING})
 _RAW_REQUEST: Final = {"request_id": STRING, "method": STRING, "target": STRING}
 
@@ -237,10 +240,10 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
             {
                 "uid": INTEGER,
                 "gid": INTEGER,
-                "status": Fields(dict.fromkeys(_STATUS_FIELDS, STRING)),
+                "status": Fields(dict.fromkeys(STATUS_FIELDS, STRING)),
                 "uid_map": ListOf(STRING),
                 "gid_map": ListOf(STRING),
-                "namespaces": Fields(dict.fromkeys(_NAMESPACES, STRING)),
+                "namespaces": Fields(dict.fromkeys(NAMESPACES, STRING)),
                 "hostname": STRING,
                 "mounts": ListOf(STRING),
                 "environment": ListOf(STRING),

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 import app.tools.worker as worker_package
+from app.core import result_shapes
 from app.core.result_shapes import SHAPES, result_problem
 from app.core.results import Errno, ToolResult, ToolRunError
 from app.tools.worker import business, credentials, environment, files, network, system
@@ -32,6 +33,13 @@ def _worker_actions() -> set[str]:
 
 def test_every_worker_action_has_a_shape_and_no_shape_names_another() -> None:
     assert set(SHAPES) == _worker_actions()
+
+
+def test_proc_status_is_read_by_the_workers_own_field_and_namespace_names() -> None:
+    assert (result_shapes.STATUS_FIELDS, result_shapes.NAMESPACES) == (
+        system.STATUS_FIELDS,
+        system.NAMESPACES,
+    )
 
 
 def _printed(capsys: pytest.CaptureFixture[str], action: str, result: Result) -> str:
@@ -133,22 +141,8 @@ def _refused(action: str, errno: str = "EACCES", **fields: Any) -> str:
     return json.dumps({"action": action, "ok": False, "errno": errno, **fields})
 
 
-STATUS = {
-    name: "0"
-    for name in (
-        "Uid",
-        "Gid",
-        "CapInh",
-        "CapPrm",
-        "CapEff",
-        "CapBnd",
-        "CapAmb",
-        "NoNewPrivs",
-        "Seccomp",
-        "Seccomp_filters",
-    )
-}
-NAMESPACES = {ns: f"{ns}:[1]" for ns in ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")}
+STATUS = dict.fromkeys(system.STATUS_FIELDS, "0")
+NAMESPACES = {ns: f"{ns}:[1]" for ns in system.NAMESPACES}
 PROC_STATUS: dict[str, Any] = {
     "uid": 1000,
     "gid": 1000,
