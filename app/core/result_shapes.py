@@ -8,8 +8,9 @@ naming what is wrong, rather than a KeyError or TypeError deep in a check.
 
 ``SHAPES`` holds, for every action of the worker (app/tools/worker/*.py's ACTIONS; a test holds
 the two to each other), the fields of its ok form and, for an action that reports a refusal,
-those of its refused form (None: the worker never reports one, so such a line is refused). A
-field the shape does not name is kept, unread; a shape names every field a check reads.
+those of its refused form (None: the worker never reports one, so such a line is refused).
+A shape names every field the worker prints, and a field it does not name is refused too:
+nothing unchecked reaches a check, the evidence or a page.
 """
 
 from __future__ import annotations
@@ -24,6 +25,10 @@ from app.core.escaping import escaped
 # How much of a wrong value a stop line shows: enough to recognise it, never a flood.
 _SHOWN_CHARACTERS: Final = 60
 _ERRNO_NAMES: Final = frozenset(Errno)
+# The fields an operation's result has besides its form's own: a nested one's (each of
+# proxy-requests' requests), and the whole line's.
+_OUTCOME_FIELDS: Final = frozenset({"ok", "errno"})
+_LINE_FIELDS: Final = _OUTCOME_FIELDS | {"action", "peak_rss_kib"}
 
 
 @dataclass(frozen=True)
@@ -281,6 +286,10 @@ def _whole(path: str) -> str:
     return path or "the result"
 
 
+def _envelope(path: str) -> frozenset[str]:
+    return _OUTCOME_FIELDS if path else _LINE_FIELDS
+
+
 def _kind(shape: Shape) -> str:
     if isinstance(shape, Scalar):
         return shape.name
@@ -304,15 +313,22 @@ def _outcome_problem(
     if ok != (errno is None):
         return f"{_whole(path)} says ok={ok} with errno {shown_value(errno)}"
     if ok:
-        return _fields_problem(ok_form, document, path)
+        return _fields_problem(ok_form, document, path, _envelope(path))
     if not isinstance(errno, str) or errno not in _ERRNO_NAMES:
         return f"{_at(path, 'errno')} is {shown_value(errno)}, not an errno name"
     if refused_form is None:
         return f"{_whole(path)} reports a refusal ({errno}), which this action never does"
-    return _fields_problem(refused_form, document, path)
+    return _fields_problem(refused_form, document, path, _envelope(path))
 
 
-def _fields_problem(shape: Fields, value: Mapping[str, object], path: str) -> str | None:
+def _fields_problem(
+    shape: Fields, value: Mapping[str, object], path: str, envelope: frozenset[str] = frozenset()
+) -> str | None:
+    """What is wrong with an object's fields: one the shape names missing or not of its shape,
+    or one it does not name (other than the ``envelope``'s, checked by the caller)."""
+    unknown = set(value) - set(shape.fields) - envelope
+    if unknown:
+        return f"{_whole(path)} has an undeclared field {shown_value(min(unknown))}"
     for name, inner in shape.fields.items():
         place = _at(path, name)
         if name not in value:

@@ -237,6 +237,21 @@ BROKEN: list[tuple[str, list[str], str, str]] = [
     (
         "env-names",
         [],
+        _line("env-names", names=[], extra="\x1b[31m"),
+        "where the result has an undeclared field 'extra'",
+    ),
+    (
+        "proxy-requests",
+        ["r1", "CONNECT", "localhost:9"],
+        _line(
+            "proxy-requests",
+            requests=[{"ok": True, "errno": None, "status": 403, "action": "x", **RAW}],
+        ),
+        "where requests[0] has an undeclared field 'action'",
+    ),
+    (
+        "env-names",
+        [],
         _line("env-names", names=[], peak_rss_kib=True),
         "where peak_rss_kib is True, not an integer",
     ),

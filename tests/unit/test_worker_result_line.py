@@ -1,5 +1,6 @@
-"""The worker's result line, written with json, reads back through the controller's own parser
-(ToolResult.from_line) as the very values the action returned, whatever characters they hold."""
+"""The worker's result line, written with json, reads back through the controller's own JSON
+parser as the very values the action returned, whatever characters they hold, and a text field
+through ToolResult.from_line as the very text."""
 
 from __future__ import annotations
 
@@ -70,15 +71,24 @@ def _random_value(rng: random.Random, depth: int = 0) -> Any:
 
 
 def _read_back(capsys: pytest.CaptureFixture[str], value: Any) -> Any:
-    """What the controller parses from the line the worker writes for a result holding value."""
+    """What the controller's JSON parser reads of the line the worker writes for a result
+    holding value (from_line reads the line with it, then holds it to its action's shape)."""
     emit("env-names", ok(names=[], value=value))
     (line,) = capsys.readouterr().out.splitlines()
     assert line.startswith(RESULT_PREFIX)
+    return json.loads(line[len(RESULT_PREFIX) :])["value"]
+
+
+@pytest.mark.parametrize("text", AWKWARD_TEXTS, ids=repr)
+def test_a_text_field_reads_back_through_the_controllers_parser_as_it_was(
+    capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    emit("env-names", ok(names=[text]))
+    (line,) = capsys.readouterr().out.splitlines()
     parsed = ToolResult.from_line(
         line[len(RESULT_PREFIX) :], who="the reader's tool process", action="env-names"
     )
-    assert parsed.action == "env-names" and parsed.ok
-    return parsed.data["value"]
+    assert parsed.action == "env-names" and parsed.ok and parsed.data == {"names": [text]}
 
 
 def _same(parsed: Any, value: Any) -> bool:
