@@ -69,6 +69,23 @@ CASES = [
         _line("read-proposal", path="/x", sha256="0", supplier_id="cedar"),
         "for evaluate where action is 'read-proposal'",
     ),
+    (
+        "bubblewrap",
+        "writer",
+        "write-draft",
+        _line("evaluate", sha256="0", comparison={}),
+        "for write-draft where action is 'evaluate'",
+    ),
+    # A field no shape declares, named to clear the screen: shown escaped, on the one line.
+    (
+        "nono",
+        "writer",
+        "write-draft",
+        _line(
+            "write-draft", comparison_sha256="0", draft_sha256="0", winner=None, **{"\x1b[2J": 1}
+        ),
+        "for write-draft where the result has an undeclared field '\\x1b[2J'",
+    ),
 ]
 
 
@@ -79,6 +96,7 @@ def the_stop(run: HostileRun) -> str:
     errors = [line for line in run.error_lines() if line.strip()]
     assert len(errors) == 1, run.describe()
     assert "Traceback" not in run.stdout + run.stderr, run.describe()
+    assert "\x1b" not in run.stderr, run.describe()
     assert run.secrets(), "the harness saw no secret written"
     assert run.secrets_on_disk() == []
     assert run.processes_left() == []
