@@ -1,19 +1,20 @@
-"""The tools' decoy view: a mount namespace in which the run's secrets directory holds decoys,
-the only view any tool process (a role of either layer, or the unconfined control) is ever
-started in.
+"""The tools' decoy view: a mount namespace in which the run's secrets directory holds decoys.
 
 Locally the controller is root and keeps the real secrets in ``secrets/``, which only root may
-enter. Every tool process starts in this view instead, where the same path is a directory of
-decoys with the pod's owner and mode (root:<tool gid>, files 0440): a role's refusal of the key
-is then its layer's doing and not the directory's mode, the unconfined control shows what a
-process at the tool's uid gets from a file of that owner and mode at that path, and no tool
-process, confined or not, can reach the real files whatever its policy leaves open.
+enter. Every nono role and every secret's control start in this view, where the same path is a
+directory of decoys with the pod's owner and mode (root:<tool gid>, files 0440): a nono role's
+refusal of the key (Landlock's, on a path its uid could otherwise open) is then its layer's
+doing and not the directory's mode, and the unconfined control shows what a process at the
+tool's uid gets from a file of that owner and mode at that path without touching the secret.
+A bubblewrap role needs no view (the secrets are in none of its mount lists), nor does any other
+control; started where the real files are root's alone, none of them can open one either.
 
 The view is a copy of the controller's mounts, taken once the run tree exists, that follows the
 host's (slave propagation) and adds one bind mount that never reaches the host. Each tool call
-is made from a thread of its own that enters the view first (``run_in_view``): the controller's
-other threads never leave the host's. The namespace lives while its descriptor is open or a
-tool process runs in it, so nothing of it outlasts the run, however the controller ends.
+in it is made from a thread of its own that enters the view first (``start_in_view``, or a nono
+call's own thread: ``enter_for_good``): the controller's other threads never leave the host's.
+The namespace lives while its descriptor is open or a tool process runs in it, so nothing of
+it outlasts the run, however the controller ends.
 
 In the cluster the controller is not root and cannot make one: there the secrets are the pod's
 mounts, readable at the controller's uid, which its tools share.
@@ -108,34 +109,13 @@ class DecoyView:
         _own_filesystem_attributes()
         _call(_libc.setns(self._namespace, _CLONE_NEWNS), "setns(tool view)")
 
-    def run_in_view(self, call: Callable[[], T]) -> T:
-        """``call``'s result, the call made in a thread of its own inside the view, which ends
-        with it. The thread starts the tool process and waits for it: a process that dies with
-        its parent (bwrap's --die-with-parent, nono-py's child) dies with the thread that
-        forked it, not with the process."""
-        outcome: list[T] = []
-        failed: list[BaseException] = []
-
-        def made() -> None:
-            try:
-                self.enter_for_good()
-                outcome.append(call())
-            except BaseException as error:  # handed to the caller's thread below
-                failed.append(error)
-
-        thread = threading.Thread(target=made, name="tool-call")
-        thread.start()
-        thread.join()
-        if failed:
-            raise failed[0]
-        return outcome[0]
-
     def start_in_view(
         self, start: Callable[[], subprocess.Popen[bytes]]
     ) -> subprocess.Popen[bytes]:
         """``start``'s process, started from a thread of its own inside the view that lives
-        until the process ends (the process may die with the thread that forked it: see
-        run_in_view), without reaping it: the caller waits for it as for any other."""
+        until the process ends (a process that dies with its parent, as bwrap's
+        --die-with-parent, dies with the thread that forked it, not with the process), without
+        reaping it: the caller waits for it as for any other."""
         started: list[subprocess.Popen[bytes]] = []
         failed: list[BaseException] = []
         ready = threading.Event()

@@ -11,7 +11,8 @@ never hides the worker code or a role's files from the tool's uid):
         secrets/                  local mode only: the supplier key and the AWS credentials,
                                   0700 root:root (files 0440 root:<tool gid>): root's alone
         decoys/                   a decoy of each, same name, owner and mode, in 0750
-                                  root:<tool gid>: what every tool process sees at secrets/
+                                  root:<tool gid>: what a nono role and a secret's control see at
+                                  secrets/ (app/core/decoy_view.py)
         profiles/                 nono profiles, written where no role can write
         run/                      the run directory proper: every file here is scanned for the
                                   supplier key after the last write

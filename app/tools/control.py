@@ -5,8 +5,9 @@ Every refusal a layer shows is set beside this process doing the same thing succ
 that what refuses is shown to be the layer and not the file's mode or the uid. Its program is
 the worker as the controller's package holds it, staged apart from the tools' code
 (run_tree.stage_control_probe) where no tool process is given it: whatever a tool's code is,
-none of it runs outside a layer. Locally it starts in the tools' decoy view (app/core/
-decoy_view.py), so a control that opens a secret's path opens its decoy, never the secret.
+none of it runs outside a layer. A control that opens a secret's path starts in the tools'
+decoy view (app/core/decoy_view.py), so it opens the secret's decoy, never the secret; every
+other control runs where the real secrets are root's alone.
 """
 
 from __future__ import annotations

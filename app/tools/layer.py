@@ -124,10 +124,10 @@ class ConfinementLayer(ABC):
         """Runs one worker action for one role under this layer's policy for that role."""
 
     def run_unconfined(self, action: str, *args: str) -> ToolResult:
-        """The control: the same action at the tool's uid with no layer at all."""
-        return run_unconfined(
-            self.run.paths, self.run.tool, action, args, decoys=self.run.decoy_view
-        )
+        """The control: the same action at the tool's uid with no layer at all, in the host's
+        view (where the real secrets are root's alone); a secret's control is made in the decoy
+        view instead (app/tools/secret_controls.py)."""
+        return run_unconfined(self.run.paths, self.run.tool, action, args, decoys=None)
 
     @abstractmethod
     def role_dir(self, role: Role, direction: Direction) -> str:

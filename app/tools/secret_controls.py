@@ -3,11 +3,12 @@ the secret itself.
 
 A role's refusal of the supplier key or the AWS credential is the layer's doing only if a
 process at the tool's uid outside the layer could open the same path. Locally the controller is
-root and the real files are root's alone; every tool process starts in the decoy view
-(app/core/decoy_view.py), where the path holds a decoy of the secret's owner and mode: the
-unconfined control opens that, and the check reads back that it opened the decoy's inode, not
-the secret's. In the cluster the tools run at the controller's own uid and gid, and the pod's
-mounts are readable there: the controller, which holds the secret anyway, opens it itself.
+root and the real files are root's alone; the control starts in the decoy view
+(app/core/decoy_view.py), as every nono role does, where the path holds a decoy of the
+secret's owner and mode: it opens that, and the check reads back that it opened the decoy's
+inode, not the secret's. In the cluster the tools run at the controller's own uid and gid, and
+the pod's mounts are readable there: the controller, which holds the secret anyway, opens it
+itself.
 """
 
 from __future__ import annotations
@@ -48,8 +49,11 @@ class SecretControls:
         self.controller_is_the_tool = os.geteuid() == run.tool.uid and os.getegid() == run.tool.gid
 
     def call(self, path: Path) -> Callable[[], ToolResult]:
-        if self.run.decoy_view is not None:
-            return partial(self.layer.run_unconfined, "open-read", str(path))
+        view = self.run.decoy_view
+        if view is not None:
+            return partial(
+                run_unconfined, self.run.paths, self.run.tool, "open-read", [str(path)], decoys=view
+            )
         return partial(_controller_opens, path)
 
     def opener(self) -> str:

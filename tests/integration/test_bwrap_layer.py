@@ -23,6 +23,7 @@ from app.tools.bubblewrap import preflight
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT, BubblewrapPolicy
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
+from app.tools.secret_controls import SecretControls
 from tests.support.drafts import sample_draft
 from tests.support.policy_changes import (
     BWRAP_INPUT_WRITABLE,
@@ -138,8 +139,9 @@ def test_input_is_read_only_by_mount_not_by_mode(layer: BubblewrapLayer, run: Ru
 def test_an_unmounted_path_is_enoent_though_the_tool_uid_may_read_it(
     layer: BubblewrapLayer, run: Run
 ) -> None:
+    """The control opens the key's path in the decoy view, where the tool uid may read it."""
     key = str(run.supplier.key_file)
-    control = layer.run_unconfined("open-read", key)
+    control = SecretControls(run, layer).call(Path(key))()
     assert (control.ok, control.errno) == (True, None)
     refused = layer.run_tool("reader", "open-read", key)
     assert (refused.ok, refused.errno) == (False, Errno.ENOENT)
@@ -218,10 +220,14 @@ def test_broken_disable_userns_allows_a_nested_namespace(run: Run) -> None:
     assert broken.run_tool("reader", "unshare-user").ok
 
 
-def test_broken_extra_bind_exposes_the_key(run: Run) -> None:
+def test_broken_extra_bind_shows_the_secrets_folder(run: Run) -> None:
+    """A bind of the secrets folder puts it in the role's mount list; the open of the key is
+    then the folder's mode's to refuse (root's alone: EACCES), not ENOENT, so the hidden-file
+    check fails. A bubblewrap role starts outside the decoy view: no policy reaches the key."""
     secrets = str(run.paths.secrets)
     broken = make_layer(run, BubblewrapPolicy(bwrap_extra_ro_bind(secrets, secrets)))
-    assert broken.run_tool("reader", "open-read", str(run.supplier.key_file)).ok
+    opened = broken.run_tool("reader", "open-read", str(run.supplier.key_file))
+    assert opened.refused_with(Errno.EACCES), opened.observed
     assert secrets in status(broken).data["mounts"]
 
 

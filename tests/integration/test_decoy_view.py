@@ -77,8 +77,17 @@ def test_a_process_started_in_the_view_finds_the_decoy_at_the_secrets_path(
 ) -> None:
     view = DecoyView.create(paths.secrets, paths.decoys)
     try:
-        seen = view.run_in_view(partial(read_as_tool, paths.secrets / "supplier.key"))
-        assert seen == (0, DECOY_TEXT.decode())
+        process = view.start_in_view(
+            partial(
+                subprocess.Popen,
+                ["/usr/bin/cat", str(paths.secrets / "supplier.key")],
+                stdout=subprocess.PIPE,
+                cwd="/",
+                **TOOL.process_identity(),
+            )
+        )
+        seen, _ = process.communicate(timeout=60)
+        assert (process.returncode, seen) == (0, DECOY_TEXT)
         # The controller's own threads never left the host's view: they read the real file.
         assert (paths.secrets / "supplier.key").read_bytes() == SECRET
         with open("/proc/self/mountinfo", encoding="utf-8") as mounts:

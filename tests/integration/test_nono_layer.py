@@ -17,6 +17,7 @@ from app.tools.execution import make_release_fifo
 from app.tools.nono.front import Refusal
 from app.tools.nono.launcher import NonoLayer
 from app.tools.nono.proxy import nono_events
+from app.tools.secret_controls import SecretControls
 from tests.support.drafts import sample_draft
 from tests.support.nono_bench import Bench, nono_bench
 
@@ -40,8 +41,9 @@ def layer(bench: Bench) -> Iterator[NonoLayer]:
 def test_landlock_refuses_an_unlisted_file_that_the_same_uid_can_open(
     bench: Bench, layer: NonoLayer
 ) -> None:
+    """The control opens the key's path in the decoy view, where the same uid can open it."""
     key_file = str(bench.run.supplier.key_file)
-    assert layer.run_unconfined("open-read", key_file).ok
+    assert SecretControls(bench.run, layer).call(Path(key_file))().ok
     confined = layer.run_tool("reader", "open-read", key_file)
     assert (confined.ok, confined.errno) == (False, Errno.EACCES)
 

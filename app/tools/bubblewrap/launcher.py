@@ -183,7 +183,6 @@ class BubblewrapLayer(ConfinementLayer):
                 args=args,
                 pass_fds=fds,
                 executable=self.readings.path,
-                decoys=self.run.decoy_view,
             )
         return self._seen(result)
 
@@ -206,7 +205,6 @@ class BubblewrapLayer(ConfinementLayer):
                     env=BWRAP_ENVIRONMENT,
                     pass_fds=fds,
                     executable=self.readings.path,
-                    decoys=self.run.decoy_view,
                 )
             return observe_orphan(
                 process, fifo, who=f"the {role}'s tool process", wait_for_death=wait_for_death
