@@ -16,7 +16,7 @@ nothing unchecked reaches a check, the evidence or a page.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Final, cast
 
 from app.core.errnos import Errno
@@ -53,7 +53,7 @@ class MapOf:
 
 @dataclass(frozen=True)
 class Fields:
-    """An object with at least these fields, each of its shape."""
+    """An object with exactly these fields, each of its shape."""
 
     fields: Mapping[str, Shape]
 
@@ -79,20 +79,19 @@ INTEGER: Final = Scalar(
     "an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)
 )
 BOOLEAN: Final = Scalar("a boolean", lambda value: isinstance(value, bool))
-NONE: Final = Fields({})
+NO_FIELDS: Final = Fields({})
 
 
 @dataclass(frozen=True)
 class ActionShape:
-    """One action's result: its ok form, its refused form (None: never refused), and what its
-    fields must say of the arguments it was asked with (None when they agree, else what
-    differs), for a result keyed by what was asked."""
+    """One action's result: its ok form, its refused form (None: never refused), and, for an
+    action that answers each thing it was asked in turn, whether its ok form answers exactly
+    what its arguments asked (given the fields, already of their shapes, and the arguments:
+    None when it does, else what differs)."""
 
     ok: Fields
     refused: Fields | None = None
-    answers_for: Callable[[Mapping[str, object], Sequence[str]], str | None] | None = field(
-        default=None, compare=False
-    )
+    answers_for: Callable[[Mapping[str, object], Sequence[str]], str | None] | None = None
 
 
 def _keys_are(expected: Sequence[str], answers: object, what: str) -> str | None:
@@ -202,11 +201,11 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
         Fields({"address": STRING, "port": INTEGER}),
         refused=Fields({"address": STRING, "port": INTEGER}),
     ),
-    "socket-inet": ActionShape(NONE, refused=NONE),
+    "socket-inet": ActionShape(NO_FIELDS, refused=NO_FIELDS),
     # probes.py
     "attack-surface": ActionShape(Fields({"answers": MapOf(STRING)})),
     "kernel-calls": ActionShape(Fields({"answers": MapOf(STRING)}), answers_for=_calls_asked),
-    "push-terminal-input": ActionShape(NONE, refused=NONE),
+    "push-terminal-input": ActionShape(NO_FIELDS, refused=NO_FIELDS),
     "peek-process": ActionShape(
         Fields({"answers": MapOf(MapOf(STRING))}), answers_for=_processes_asked
     ),
@@ -263,7 +262,7 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
     ),
     "fill-scratch": ActionShape(Fields({"written": INTEGER}), refused=Fields({"written": INTEGER})),
     "hold": ActionShape(Fields({"pid": INTEGER, "sid": INTEGER})),
-    "unshare-user": ActionShape(NONE, refused=NONE),
+    "unshare-user": ActionShape(NO_FIELDS, refused=NO_FIELDS),
     "syscall": ActionShape(
         Fields({"number": INTEGER, "returned": INTEGER}), refused=Fields({"number": INTEGER})
     ),
