@@ -21,6 +21,7 @@ from app.controller.phases.evidence import REPORT_PAGE_PHASE
 from app.core.roles import Layer
 from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
 from bench.startup import startup_and_proxy
+from bench.tool_use import print_tool_use
 
 # The goals (issue 12): a plain start, what a layer adds to it, and a whole case alone.
 PLAIN_START_MS: Final = 20.0
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     print_startup(args.repeat)
+    print_tool_use()
     print_cases(args.cases)
     ok = print_batch(args.concurrent) if args.concurrent else True
     return 0 if ok else 1

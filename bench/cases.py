@@ -58,13 +58,14 @@ def _outside(phase: str, wall_ms: float) -> dict[str, Any]:
     return {"phase": phase, "wall_ms": wall_ms}
 
 
-def one_case(layer: Layer) -> CaseFigures:
-    """The sample case in a process of its own, in a cgroup of its own."""
+def one_case(layer: Layer, root: Path = REPO_ROOT) -> CaseFigures:
+    """The sample case in a process of its own, in a cgroup of its own: this checkout's, or
+    the one at ``root`` (bench/against.py)."""
     with CpuGroup(f"{layer}-{time.monotonic_ns()}") as cpu:
         spawned = time.monotonic()
         done = subprocess.run(
             [sys.executable, "-m", "bench.whole_case", layer],
-            cwd=REPO_ROOT,
+            cwd=root,
             check=False,
             capture_output=True,
             text=True,

@@ -36,6 +36,8 @@ def test_a_small_bench_prints_every_figure_beside_its_goal() -> None:
         r"+[\d.]+% of the case's wall, +([\d.]+% of its CPU|CPU share n/a) +goal <= 5%: "
         r"(met|MISSED)",
         r"nono +ready .* goal <= 5%: (met|MISSED)",
+        r"credential-digest +[\d.]+ MiB +[\d.]+ s +\d+",
+        r"limit +256 MiB +2 s +64",
         r"interpreter and imports +\d+",
         r"report page +\d+ +\d+",
         r"supplier proxy +\d+",
