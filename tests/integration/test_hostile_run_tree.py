@@ -25,7 +25,10 @@ pytestmark = pytest.mark.integration
 
 LAYERS = ["bubblewrap", "nono"]
 PLANTED = ["fifo", "zero-link", "dangling-link", "unreadable-file", "unreadable-dir", "deep"]
-PLANT = Step("plant", role="control", action="attack-surface", args={"kinds": PLANTED})
+# Planted by a stand-in at the tool's uid outside any layer (support/hostile.py): no tool can.
+PLANT = Step(
+    "plant", role="control", action="attack-surface", args={"kinds": PLANTED, "stand_in": True}
+)
 # Printed once the run's secret files are gone: after the attacks, before the last scan.
 SECRETS_GONE = r"^PASS secrets\.removed$"
 NAMED = [

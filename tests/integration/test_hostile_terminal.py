@@ -34,7 +34,13 @@ def nothing_acts(run: HostileRun) -> None:
 def test_a_file_name_with_a_newline_and_ansi_codes_is_one_escaped_name(
     layer: str, work_base: Path
 ) -> None:
-    plant = Step("plant", role="control", action="attack-surface", args={"kinds": ["forged-name"]})
+    # A stand-in at the tool's uid outside any layer plants it (support/hostile.py).
+    plant = Step(
+        "plant",
+        role="control",
+        action="attack-surface",
+        args={"kinds": ["forged-name"], "stand_in": True},
+    )
     run = run_hostile(work_base, layer, [plant])
     assert run.exit_code == 0, run.describe()  # a regular file, without a secret: scanned
     nothing_acts(run)

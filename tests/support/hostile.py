@@ -14,7 +14,11 @@ changed inside the controller's process before the controller is imported:
   policy (bwrap's argument list and filters, nono's profile and proxy). From there it may do
   anything, including exec another program. The unconfined control runs the controller's own
   copy of the worker (run_tree.stage_control_probe), which the seam never reaches: a step for
-  the control is never taken, as in a real run.
+  the control is never taken, as in a real run. A step for the control whose args hold
+  ``"stand_in": true`` is the one exception: the seam then stages the hostile code as the
+  control's program too, standing in for a process at the tool's uid outside any layer (none
+  of the tools can be one now), to plant in the run tree what no confined role can (a FIFO, a
+  link to /dev/zero) and show the controller's scan meets it.
 - ``app.core.run_tree.write_secret_file`` is wrapped to note each secret the run writes in the
   file ``ANALYST_TEST_SECRETS_RECORD`` (outside the run's folders), so that a test can search the
   disk for the real bytes once the run is over, however it ended.
@@ -161,15 +165,24 @@ def _install() -> None:
     json.loads(plan)  # a plan that does not parse stops here, not inside a tool process
     record = Path(os.environ[RECORD_VARIABLE])
     genuine_stage = run_tree.stage_worker
+    genuine_control = run_tree.stage_control_probe
     genuine_secret = run_tree.write_secret_file
+    stand_in = any(
+        step["role"] == "control" and step["args"].get("stand_in") for step in json.loads(plan)
+    )
 
-    def stage_hostile(code_dir: Path) -> Path:
-        package = genuine_stage(code_dir)
+    def made_hostile(package: Path) -> Path:
         (package / "__init__.py").write_bytes(WORKER.read_bytes())
         (package / PLAN_FILE).write_text(plan, encoding="utf-8")
         for name in ("__init__.py", PLAN_FILE):
             os.chmod(package / name, 0o644)
         return package
+
+    def stage_hostile(code_dir: Path) -> Path:
+        return made_hostile(genuine_stage(code_dir))
+
+    def stage_hostile_control(paths: run_tree.RunPaths) -> Path:
+        return made_hostile(genuine_control(paths))
 
     def note_secret(path: Path, data: bytes, tool: run_tree.ToolIdentity) -> None:
         with record.open("a", encoding="ascii") as notes:
@@ -177,6 +190,8 @@ def _install() -> None:
         genuine_secret(path, data, tool)
 
     run_tree.stage_worker = stage_hostile
+    if stand_in:
+        run_tree.stage_control_probe = stage_hostile_control
     run_tree.write_secret_file = note_secret
     if "ANALYST_TEST_PAUSE_AT" in os.environ:
         from tests.support.paused import install

@@ -295,7 +295,17 @@ def forge_draft(args: dict[str, Any]) -> None:
         fd = os.open(os.path.join(out_dir, name), os.O_WRONLY | os.O_TRUNC)
         os.write(fd, data)
         os.close(fd)
-    os.write(1, RESULT_PREFIX + b'{"action": "write-draft", "errno": null, "ok": true}\n')
+    import hashlib
+
+    said = {
+        "action": "write-draft",
+        "errno": None,
+        "ok": True,
+        "comparison_sha256": hashlib.sha256(comparison).hexdigest(),
+        "draft_sha256": hashlib.sha256(forged.encode()).hexdigest(),
+        "winner": args["winner"],
+    }
+    os.write(1, RESULT_PREFIX + json.dumps(said).encode() + b"\n")
     os._exit(0)
 
 
