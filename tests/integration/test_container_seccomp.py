@@ -75,7 +75,9 @@ class UnderProfile:
         os.chmod(profile, 0o644)
         fd = program_fd(baseline_filter())
         try:
-            argv = self.layer.role_argv(role) + per_call_args([fd], "proc-status", [], self.layer.policy.limits(role))
+            argv = self.layer.role_argv(role) + per_call_args(
+                [fd], "proc-status", [], self.layer.policy.limits(role)
+            )
             command = [INTERPRETER, str(self.loader), "--no-new-privs", str(profile), "--"]
             command += [self.layer.readings.path, *argv[1:]]
             return subprocess.run(

@@ -49,7 +49,9 @@ def _reader_in_container(
 ) -> subprocess.CompletedProcess[bytes]:
     fd = program_fd(baseline_filter())
     try:
-        argv = layer.role_argv("reader") + per_call_args([fd], "proc-status", [], layer.policy.limits("reader"))
+        argv = layer.role_argv("reader") + per_call_args(
+            [fd], "proc-status", [], layer.policy.limits("reader")
+        )
         tool = layer.run.tool
         command = in_container_proc(
             [layer.readings.path, *argv[1:]], masked=masked, drop_to=(tool.uid, tool.gid)
