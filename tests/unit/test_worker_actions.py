@@ -9,6 +9,8 @@ import pkgutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 import app.tools.worker as worker_package
 from app.core.run_tree import WORKER_COMMAND, WORKER_PACKAGE, stage_worker
 from app.tools.loader import FILTER_OPTION
@@ -17,8 +19,19 @@ from app.tools.worker.__main__ import ACTION_MODULES
 from app.tools.worker.protocol import RESULT_PREFIX
 
 # What a tool process's start must not pay for unless its action needs them: hashlib
-# (OpenSSL), runpy (importlib.util, contextlib) and typing, each some milliseconds of a start.
-SLOW_MODULES = ("hashlib", "_hashlib", "runpy", "contextlib", "typing")
+# (OpenSSL), json (with re, enum and collections), runpy (importlib.util, contextlib) and
+# typing, each some milliseconds of a start.
+SLOW_MODULES = (
+    "hashlib",
+    "_hashlib",
+    "json",
+    "re",
+    "enum",
+    "collections",
+    "runpy",
+    "contextlib",
+    "typing",
+)
 
 # Runs the worker's own start-up code as a tool process does, then prints which of its modules
 # and which of the slow ones were imported: at its os._exit, or when it raises.
@@ -27,7 +40,8 @@ import os, sys
 
 def show():
     print("IMPORTED", sorted(m for m in sys.modules if m.startswith("{WORKER_PACKAGE}.")))
-    print("SLOW", sorted(m for m in sys.modules if m in {SLOW_MODULES!r}), flush=True)
+    print("SLOW", sorted(m for m in sys.modules if m in {SLOW_MODULES!r}))
+    print("LOADED", sorted(sys.modules), flush=True)
 
 def exit_after_showing(code, _exit=os._exit):
     show()
@@ -93,6 +107,28 @@ def test_a_start_loads_none_of_the_slow_modules(tmp_path: Path) -> None:
     (result,) = [line for line in lines if line.startswith(RESULT_PREFIX)]
     parsed = json.loads(result.removeprefix(RESULT_PREFIX))
     assert parsed["action"] == "env-names"
+
+
+@pytest.mark.parametrize(
+    ("argv", "unneeded"),
+    [
+        (("kernel-calls",), ("json", "socket")),
+        (("peek-process", "pidfd_getfd=438"), ("json", "socket")),
+        (("proxy-requests",), ("urllib.request", "urllib.error", "http.client")),
+    ],
+    ids=["kernel-calls", "peek-process", "proxy-requests"],
+)
+def test_an_action_loads_none_of_what_only_its_modules_other_actions_need(
+    tmp_path: Path, argv: tuple[str, ...], unneeded: tuple[str, ...]
+) -> None:
+    """kernel-calls and peek-process (no call, no process) use neither the JSON nor the
+    sockets attack-surface does; proxy-requests (here with no request at all, which it
+    refuses) sends with sockets, not with supplier-request's urllib."""
+    stage_worker(tmp_path / "code")
+    lines, done = _show_imports(tmp_path / "code", *argv)
+    (loaded,) = [line for line in lines if line.startswith("LOADED ")]
+    assert f"'{WORKER_PACKAGE}.{ACTION_MODULES[argv[0]]}'" in loaded, done.stderr
+    assert [module for module in unneeded if f"'{module}'" in loaded] == []
 
 
 def test_every_action_is_dispatched(tmp_path: Path) -> None:

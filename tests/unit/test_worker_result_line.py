@@ -1,6 +1,7 @@
-"""The worker's result line, written with json, reads back through the controller's own JSON
-parser as the very values the action returned, whatever characters they hold, and a text field
-through ToolResult.from_line as the very text."""
+"""The worker's result line (protocol.to_json, held to json.dumps's text in
+test_worker_json.py) reads back through the controller's own JSON parser as the very values
+the action returned, whatever characters they hold, and a text field through
+ToolResult.from_line as the very text."""
 
 from __future__ import annotations
 

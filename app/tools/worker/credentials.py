@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from .protocol import Action, Result, ok
+from .protocol import Result, ok
 
 KEY_VARIABLE = "SUPPLIER_API_KEY"
 DIGEST_KEY_VARIABLE = "ANALYST_DIGEST_KEY"
@@ -26,4 +26,4 @@ def credential_digest(args: list[str]) -> Result:
     return ok(present=value is not None, non_empty=bool(value), digest=digest.hex())
 
 
-ACTIONS: dict[str, Action] = {"credential-digest": credential_digest}
+ACTIONS = {"credential-digest": credential_digest}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from .protocol import Action, Result, ok
+from .protocol import Result, ok
 
 
 def env_names(args: list[str]) -> Result:
@@ -12,4 +12,4 @@ def env_names(args: list[str]) -> Result:
     return ok(names=sorted(os.environ))
 
 
-ACTIONS: dict[str, Action] = {"env-names": env_names}
+ACTIONS = {"env-names": env_names}

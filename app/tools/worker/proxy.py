@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import os
 import socket
-import urllib.error
-import urllib.request
 from urllib.parse import urlsplit
 
 from .credentials import KEY_VARIABLE
-from .protocol import Action, Result, ok, refused
+from .protocol import Result, ok, refused
 
 BASE_URL_VARIABLE = "SUPPLIER_BASE_URL"
 TIMEOUT_SECONDS = 10
 
 
-def _errno_of(error: urllib.error.URLError) -> OSError | None:
-    """The kernel's refusal inside a URLError, if that is what it was; None for anything else."""
-    reason = error.reason
+def _errno_of(reason: object) -> OSError | None:
+    """The kernel's refusal a URLError's reason is, if that is what it was; None for anything
+    else."""
     if isinstance(reason, OSError) and reason.errno is not None and reason.errno > 0:
         return reason
     return None
@@ -37,6 +35,11 @@ def supplier_request(args: list[str]) -> Result:
     A connection the kernel refused reports its errno; a DNS failure, a timeout or a closed
     connection raises and fails the run rather than reading as a refusal.
     """
+    # Here, not at the top: a proxy-requests start, which sends with sockets alone, takes 74
+    # million instructions without urllib.request and urllib.error, 136 million with them.
+    import urllib.error
+    import urllib.request
+
     method, path = args[0], args[1]
     body_file = args[2] if len(args) > 2 and args[2] != "-" else None
     request_id = args[3] if len(args) > 3 else ""
@@ -57,7 +60,7 @@ def supplier_request(args: list[str]) -> Result:
     except urllib.error.HTTPError as error:
         status = error.code
     except urllib.error.URLError as error:
-        kernel = _errno_of(error)
+        kernel = _errno_of(error.reason)
         if kernel is None:
             raise
         return refused(kernel, method=method, path=path, request_id=request_id)
@@ -144,7 +147,7 @@ def proxy_connections(args: list[str]) -> Result:
     )
 
 
-ACTIONS: dict[str, Action] = {
+ACTIONS = {
     "supplier-request": supplier_request,
     "proxy-requests": proxy_requests,
     "proxy-connections": proxy_connections,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from .protocol import Action, Result, errno_name, ok, refused
+from .protocol import Result, errno_name, ok, refused
 
 STATUS_FIELDS = (
     "Uid",
@@ -222,7 +222,7 @@ def syscall(args: list[str]) -> Result:
     return ok(number=number, returned=rc)
 
 
-ACTIONS: dict[str, Action] = {
+ACTIONS = {
     "proc-status": proc_status,
     "fill-scratch": fill_scratch,
     "hold": hold,
