@@ -2,8 +2,11 @@
 
 In a hardened-container pod the runtime loads the Localhost profile into the container's first
 process, so the controller, bwrap and every tool run under it. Here the controller is started
-the same way (rehearsal/runtime_seccomp.py, the rehearsal's runtime step, loads the committed
-profile, then execs it): the whole bubblewrap run passes, its filter counts reading the inherited
+the way that pod starts it (tests/support/analyst_container.py): at the pod's non-root app
+uid/gid with its fsGroup, no capabilities and no_new_privs, in the image's working directory and
+environment, with the profile loaded where runc loads it (rehearsal/runtime_seccomp.py, through
+the rehearsal's own command line); so the tools run at the controller's uid and no decoy view is
+made, as in the pod. The whole bubblewrap run passes, its filter counts reading the inherited
 filter; under the runtime's default profile the same command stops at preflight with the one
 error naming the refusal.
 """
@@ -14,61 +17,78 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from app.core.roles import Layer
+from app.tools.bubblewrap.catalogue import UNPRIVILEGED_CONTROLLER
 from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
 from app.tools.bubblewrap.render import COMMITTED_DIR, CONTAINER_SECCOMP_FILE
-from tests.support.stack_run import REPO_ROOT
+from infra.pod_specs import APP_UID
+from infra.targets import RuntimeTarget
+from rehearsal.security import Privileges
+from tests.support.analyst_container import (
+    StagedImage,
+    analyst_privileges,
+    run_as_container,
+    stage_image,
+)
 
 pytestmark = [
     pytest.mark.integration,
-    # Known defect, open: this test starts a root controller under the container's profile,
-    # and a root controller makes the tools' decoy view (a mount namespace: unshare(CLONE_NEWNS)),
-    # which both profiles refuse (EPERM), so the run stops before its checks. The pod itself
-    # runs the controller at the app uid (runAsNonRoot), where no view is made; the test must
-    # start the controller the way the pod does before it can pass again. Strict: it reports
-    # the day it passes.
-    pytest.mark.xfail(
-        strict=True,
-        reason="a root controller under a container profile cannot make the decoy view (EPERM)",
+    pytest.mark.skipif(
+        os.geteuid() != 0, reason="starting the controller at the pod's app uid needs root"
     ),
 ]
 
-RUNTIME_SECCOMP = REPO_ROOT / "rehearsal" / "runtime_seccomp.py"
+BUBBLEWRAP_POD = analyst_privileges(Layer.BUBBLEWRAP, RuntimeTarget.HARDENED_CONTAINER)
+NONO_POD = analyst_privileges(Layer.NONO, RuntimeTarget.HARDENED_CONTAINER)
+
+
+@pytest.fixture(scope="module")
+def image() -> Iterator[StagedImage]:
+    made = Path(tempfile.mkdtemp(prefix="hardened-image-", dir="/var/tmp"))
+    yield stage_image(made)
+    shutil.rmtree(made, ignore_errors=True)
 
 
 @pytest.fixture
 def base() -> Iterator[Path]:
+    # The container's writable run directory (an emptyDir in the pod): the app uid's own.
     made = Path(tempfile.mkdtemp(prefix="hardened-run-", dir="/var/tmp"))
     os.chmod(made, 0o755)
+    os.chown(made, APP_UID, APP_UID)
     yield made
     shutil.rmtree(made, ignore_errors=True)
 
 
 def _run_under(
-    profile: Path, base: Path, layer: str = "bubblewrap"
+    image: StagedImage,
+    profile: Path,
+    base: Path,
+    layer: str = "bubblewrap",
+    pod: Privileges = BUBBLEWRAP_POD,
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, str(RUNTIME_SECCOMP), "--no-new-privs", str(profile), "--"]
-    command.append(sys.executable)
-    command += ["-m", "app.controller", "run", "--layer", layer]
-    command += ["--workdir", str(base / "work"), "--out", str(base / "out")]
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANALYST_"))}
-    return subprocess.run(
-        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+    args = ["-m", "app.controller", "run", "--layer", layer]
+    args += ["--workdir", str(base / "work"), "--out", str(base / "out")]
+    return run_as_container(image, pod, profile, args, home=base, timeout=300)
 
 
-def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(base: Path) -> None:
-    completed = _run_under(COMMITTED_DIR / CONTAINER_SECCOMP_FILE, base)
+def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(
+    image: StagedImage, base: Path
+) -> None:
+    completed = _run_under(image, COMMITTED_DIR / CONTAINER_SECCOMP_FILE, base)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     lines = completed.stdout.splitlines()
     assert [line for line in lines if line.startswith("FAIL ")] == []
     assert any(line.startswith("ANALYST_COMPLETE=") for line in lines)
+    # The pod's controller is not root: this line, not the root controller's (which drops the
+    # tools to uid 1000 and makes their decoy view), is the one its run prints.
+    controller = UNPRIVILEGED_CONTROLLER(uid=BUBBLEWRAP_POD.uid, gid=BUBBLEWRAP_POD.gid)
+    assert any(line.startswith(f"PASS {controller.text} (") for line in lines)
     # The tools' filters sit on the one the controller inherited, and the run says so.
     assert (
         "PASS the reader runs under exactly one seccomp filter of its own, the baseline this "
@@ -78,10 +98,12 @@ def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(base: Path) 
     assert (base / "out" / "recommendation.md").is_file()
 
 
-def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(base: Path) -> None:
+def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(
+    image: StagedImage, base: Path
+) -> None:
     profile = base / "runtime-default.json"
     profile.write_text(json.dumps(container_seccomp_profile(())))
-    completed = _run_under(profile, base)
+    completed = _run_under(image, profile, base)
     assert completed.returncode == 3
     assert (
         completed.stderr.strip()
@@ -94,12 +116,14 @@ def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(base: Pa
     assert not (base / "out").exists()
 
 
-def test_the_whole_nono_case_runs_under_the_runtime_default_profile(base: Path) -> None:
+def test_the_whole_nono_case_runs_under_the_runtime_default_profile(
+    image: StagedImage, base: Path
+) -> None:
     # The nono pod asks for RuntimeDefault: its controller, and so every tool, holds the
     # runtime's filter before nono and the baseline add theirs, and the counts say so.
     profile = base / "runtime-default.json"
     profile.write_text(json.dumps(container_seccomp_profile(())))
-    completed = _run_under(profile, base, layer="nono")
+    completed = _run_under(image, profile, base, layer="nono", pod=NONO_POD)
     assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
     lines = completed.stdout.splitlines()
     assert [line for line in lines if line.startswith("FAIL ")] == []
