@@ -11,15 +11,21 @@ A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and sti
 A SKIP names why it cannot run here and is never counted as passed. A claim may quote what a
 tool, a case or a supplier said: each claim, detail and reason is escaped (app/core/escaping.py)
 before it is printed, kept for checks.json or carried by CheckFailed.
+
+``at_once`` makes several checks at the same time and prints their lines as if they had been
+made one after another, in the order given: each still reads as one call and one judgement.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Literal, TextIO, TypeVar
 
+from app.core.at_once import ends_at_once
 from app.core.catalogue import CatalogueError, Check, Claim, Fact, Section
 from app.core.errors import RunStopped
 from app.core.escaping import escaped
@@ -68,11 +74,14 @@ class CheckLog:
     made: int = 0
     _may_fail: frozenset[str] = frozenset()
     _header_due: bool = False
+    # In a thread of at_once: the lines its check would print, kept for at_once to print.
+    _held: threading.local = field(default_factory=threading.local)
 
     def begin(self, section: Section, **facts: Fact) -> None:
         """Starts ``section``: ``facts`` say which of its families and conditional checks this
         run makes (the case's suppliers, whether the supplier is on loopback, ...). Its header
         line names it and how many checks it makes."""
+        self._not_held("begin")
         self._end_section()
         self.section = section.name
         self.planned = tuple(section.planned(facts))
@@ -100,6 +109,7 @@ class CheckLog:
 
     def close(self) -> None:
         """Ends the last section: every check it planned was made."""
+        self._not_held("close")
         self._end_section()
         self.section, self.planned, self.made = "", (), 0
 
@@ -111,7 +121,18 @@ class CheckLog:
                 f"{self.made}: not made {missing}"
             )
 
+    def _not_held(self, what: str) -> None:
+        if getattr(self._held, "lines", None) is not None:
+            raise CatalogueError(f"{what} inside a check made at once with others")
+
     def _emit(self, claim: Claim, outcome: Outcome, detail: str) -> CheckRecord:
+        held: list[tuple[Claim, Outcome, str]] | None = getattr(self._held, "lines", None)
+        if held is not None:
+            # Printed (and held to the section's plan) by at_once, in the checks' order.
+            held.append((claim, outcome, detail))
+            return CheckRecord(
+                claim.id, outcome, escaped(claim.text), self.section, escaped(detail)
+            )
         if claim.fails_only:
             if outcome != "FAIL" or claim.id not in self._may_fail:
                 raise CatalogueError(f"{claim.id} is not a failure of section {self.section!r}")
@@ -187,6 +208,44 @@ class CheckLog:
     def skip(self, check: Check | Claim, reason: str) -> None:
         """A check this run cannot make here; printed with its reason, never counted as passed."""
         self._emit(_made(check), "SKIP", reason)
+
+    def at_once(self, *checks: Callable[[], object]) -> None:
+        """Makes ``checks`` at the same time and prints their lines in the order given, as if
+        each had been made after the one before it.
+
+        Each check runs in a thread of its own; what it would print is held until every check
+        before it has printed. The first check that stops (a FAIL, or any error) stops the
+        group there: its lines print up to its FAIL, the error is raised, and nothing of the
+        checks after it prints, as if they had never been made. The checks must not depend on
+        one another; inside one, a further ``at_once`` makes its checks in turn.
+        """
+        if getattr(self._held, "lines", None) is not None:
+            for check in checks:
+                check()
+            return
+        for end in ends_at_once([partial(self._holding, check) for check in checks]):
+            lines, error = end.value()
+            record = None
+            for claim, outcome, detail in lines:
+                record = self._emit(claim, outcome, detail)
+            if isinstance(error, CheckFailed) and record is not None and record.outcome == "FAIL":
+                raise CheckFailed(record) from None
+            if error is not None:
+                raise error
+
+    def _holding(
+        self, check: Callable[[], object]
+    ) -> tuple[list[tuple[Claim, Outcome, str]], BaseException | None]:
+        lines: list[tuple[Claim, Outcome, str]] = []
+        self._held.lines = lines
+        try:
+            check()
+        except BaseException as error:
+            # Raised again by at_once, in the checks' order, once the lines before it print.
+            return lines, error
+        finally:
+            self._held.lines = None
+        return lines, None
 
     @property
     def passed(self) -> int:

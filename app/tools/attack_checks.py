@@ -17,9 +17,11 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+from app.core.at_once import results_at_once
 from app.core.results import listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
@@ -184,18 +186,20 @@ class AttackChecks:
             ).data["answers"]
             # The control has had the reader's output directory to itself; then each role, in
             # its own directory with its own /dev/shm name, tries every attack.
-            seen: dict[Role, dict[str, str]] = {
-                role: dict(
-                    self.layer.run_tool(
+            tried = results_at_once(
+                {
+                    role: partial(
+                        self.layer.run_tool,
                         role,
                         "attack-surface",
                         attack_parameters(
                             self.run, aim, self.layer.role_path(role, "out", ""), role
                         ),
-                    ).data["answers"]
-                )
-                for role in ROLES
-            }
+                    )
+                    for role in ROLES
+                }
+            )
+            seen = {role: dict(result.data["answers"]) for role, result in tried.items()}
             self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
             for attack in ATTACKS:
                 self._control_line(attack, control)

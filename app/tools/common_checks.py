@@ -7,9 +7,11 @@ thing and succeeds, so what refuses is the layer, not the file's mode or the uid
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
+from app.core.at_once import results_at_once
 from app.core.files import read_regular
 from app.core.roles import ROLES, Role
 from app.core.run import Run
@@ -58,11 +60,21 @@ class CommonChecks:
 
     def reads_staged_proposals(self) -> None:
         """The reader opens every proposal staged for it, each the bytes its case entry names."""
-        seen = {}
-        for entry in self.run.case.suppliers:
-            path = self.layer.role_path("reader", "in", f"proposals/{entry.id}.json")
-            read = self.layer.run_tool("reader", "read-proposal", path)
-            seen[entry.id] = (read.data.get("supplier_id"), read.data.get("sha256"))
+        reads = results_at_once(
+            {
+                entry.id: partial(
+                    self.layer.run_tool,
+                    "reader",
+                    "read-proposal",
+                    self.layer.role_path("reader", "in", f"proposals/{entry.id}.json"),
+                )
+                for entry in self.run.case.suppliers
+            }
+        )
+        seen = {
+            sid: (read.data.get("supplier_id"), read.data.get("sha256"))
+            for sid, read in reads.items()
+        }
         expected = {entry.id: (entry.id, entry.sha256) for entry in self.run.case.suppliers}
         self.checks.require(
             c.READS_PROPOSALS,
@@ -98,11 +110,28 @@ class CommonChecks:
             detail=f"{inside}: observed {refused.observed}",
         )
 
-    def hidden_files_refused(self) -> None:
-        """Another role's file, the supplier key and the AWS credential: open at the tool's
+    def hidden_file_checks(self) -> list[Callable[[], None]]:
+        """Another role's file, the supplier key and the AWS credential: each open at the tool's
         uid without the layer, refused with the layer's exact errno to the reader and, for the
-        AWS credential (the Pod Identity token in the cluster), to every role."""
-        run, refusals = self.run, self.layer.refusals
+        AWS credential (the Pod Identity token in the cluster), to every role; then the real
+        secrets root's alone. The checks in the order they print, for CheckLog.at_once or to be
+        called in turn."""
+        run = self.run
+        return [
+            *(
+                check
+                for target, roles in c.HIDDEN_TARGETS
+                for check in (
+                    partial(self._hidden_control, target),
+                    *(partial(self._hidden_refused, target, role) for role in roles),
+                )
+            ),
+            partial(self.secrets.root_only, [run.supplier.key_file, run.aws_credential.path]),
+        ]
+
+    def _hidden(self, target: str) -> tuple[str, Path]:
+        """A hidden target's label and path."""
+        run = self.run
         hidden: dict[str, tuple[str, Path]] = {
             "writer-private": (
                 "the writer's private file",
@@ -111,36 +140,40 @@ class CommonChecks:
             "supplier-key": ("the supplier key file", run.supplier.key_file),
             "aws-credential": (run.aws_credential.description, run.aws_credential.path),
         }
-        for target, roles in c.HIDDEN_TARGETS:
-            label, path = hidden[target]
-            # A secret's control never opens the secret (app/tools/secret_controls.py).
-            if target in c.SECRET_TARGETS:
-                holds, seen = self.secrets.judged(path, self.secrets.call(path)())
-                opener, opened = self.secrets.opener(), self.secrets.label(label)
-            else:
-                control = self.layer.run_unconfined("open-read", str(path))
-                holds, seen = control.ok, f"{path}: the open {control.observed}"
-                opener = f"an unconfined process at the tool's uid {run.tool.uid}"
-                opened = label
-            self.checks.require(
-                c.HIDDEN_CONTROL(target=target, opener=opener, label=opened),
-                holds,
-                detail=seen,
-            )
-            for role in roles:
-                refused = self.layer.run_tool(role, "open-read", str(path))
-                self.checks.require(
-                    c.HIDDEN(
-                        target=target,
-                        role=role,
-                        label=label,
-                        reason=refusals.hidden_file_reason,
-                        errno=refusals.hidden_file,
-                    ),
-                    refused.refused_with(refusals.hidden_file),
-                    detail=f"{path}: observed {refused.observed}",
-                )
-        self.secrets.root_only([run.supplier.key_file, run.aws_credential.path])
+        return hidden[target]
+
+    def _hidden_control(self, target: str) -> None:
+        label, path = self._hidden(target)
+        # A secret's control never opens the secret (app/tools/secret_controls.py).
+        if target in c.SECRET_TARGETS:
+            holds, seen = self.secrets.judged(path, self.secrets.call(path)())
+            opener, opened = self.secrets.opener(), self.secrets.label(label)
+        else:
+            control = self.layer.run_unconfined("open-read", str(path))
+            holds, seen = control.ok, f"{path}: the open {control.observed}"
+            opener = f"an unconfined process at the tool's uid {self.run.tool.uid}"
+            opened = label
+        self.checks.require(
+            c.HIDDEN_CONTROL(target=target, opener=opener, label=opened),
+            holds,
+            detail=seen,
+        )
+
+    def _hidden_refused(self, target: str, role: Role) -> None:
+        refusals = self.layer.refusals
+        label, path = self._hidden(target)
+        refused = self.layer.run_tool(role, "open-read", str(path))
+        self.checks.require(
+            c.HIDDEN(
+                target=target,
+                role=role,
+                label=label,
+                reason=refusals.hidden_file_reason,
+                errno=refusals.hidden_file,
+            ),
+            refused.refused_with(refusals.hidden_file),
+            detail=f"{path}: observed {refused.observed}",
+        )
 
     # --- what the writer may do -----------------------------------------------------------
 
@@ -165,7 +198,7 @@ class CommonChecks:
     def roles_keep_to_their_directories(self) -> None:
         """Each role reads its own input and writes its own outputs, creates no file, and
         reaches no other role's directories; an unconfined process at the tool's uid does all."""
-        run, refusals = self.run, self.layer.refusals
+        run = self.run
         for role in ROLES:
             stage_file(
                 self._marker(role), f"input of the {role}\n".encode(), run.tool, tool_owned=False
@@ -189,38 +222,41 @@ class CommonChecks:
         )
         # The control above has created and removed a file in every role's output directory;
         # now each role, touching only its own outputs (and failing to create a file there).
-        for role in ROLES:
-            ops, others = self._role_access(role)
-            answers = self.layer.run_tool(role, "access", *ops).data["answers"]
-            own = self.layer.role_path(role, "in", MARKER_FILE)
-            names = OUTPUT_FILES[role]
-            mine, created, theirs = (
-                answers[: len(names) + 1],
-                answers[len(names) + 1],
-                answers[len(names) + 2 :],
-            )
-            theirs_named = " or the ".join(f"{other}'s" for other in others)
-            self.checks.require(
-                c.OWN_DIRECTORIES(role=role, names=", ".join(names)),
-                mine == ["ok"] * (len(names) + 1),
-                detail=f"{own} and its output files: "
-                + (f"all {len(mine)} succeed" if mine == ["ok"] * len(mine) else f"answers {mine}"),
-            )
-            self.checks.expect_equal(
-                c.NO_NEW_FILE(
-                    role=role,
-                    reason=refusals.output_create_reason,
-                    errno=refusals.output_create,
-                ),
-                created,
-                refusals.output_create.value,
-            )
-            foreign = len(answers) - len(names) - 2
-            self.checks.require(
-                c.OTHER_DIRECTORIES(role=role, others=theirs_named, errno=refusals.hidden_file),
-                theirs == [refusals.hidden_file.value] * foreign,
-                detail=f"answers {theirs}",
-            )
+        self.checks.at_once(*(partial(self._own_directories, role) for role in ROLES))
+
+    def _own_directories(self, role: Role) -> None:
+        refusals = self.layer.refusals
+        ops, others = self._role_access(role)
+        answers = self.layer.run_tool(role, "access", *ops).data["answers"]
+        own = self.layer.role_path(role, "in", MARKER_FILE)
+        names = OUTPUT_FILES[role]
+        mine, created, theirs = (
+            answers[: len(names) + 1],
+            answers[len(names) + 1],
+            answers[len(names) + 2 :],
+        )
+        theirs_named = " or the ".join(f"{other}'s" for other in others)
+        self.checks.require(
+            c.OWN_DIRECTORIES(role=role, names=", ".join(names)),
+            mine == ["ok"] * (len(names) + 1),
+            detail=f"{own} and its output files: "
+            + (f"all {len(mine)} succeed" if mine == ["ok"] * len(mine) else f"answers {mine}"),
+        )
+        self.checks.expect_equal(
+            c.NO_NEW_FILE(
+                role=role,
+                reason=refusals.output_create_reason,
+                errno=refusals.output_create,
+            ),
+            created,
+            refusals.output_create.value,
+        )
+        foreign = len(answers) - len(names) - 2
+        self.checks.require(
+            c.OTHER_DIRECTORIES(role=role, others=theirs_named, errno=refusals.hidden_file),
+            theirs == [refusals.hidden_file.value] * foreign,
+            detail=f"answers {theirs}",
+        )
 
     def _role_access(self, role: Role) -> tuple[list[str], list[Role]]:
         """The role's own opens (its input, each output, one new file), then the other roles'

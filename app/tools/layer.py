@@ -17,6 +17,7 @@ the two steps begin, in order.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -108,11 +109,14 @@ class ConfinementLayer(ABC):
         # The largest peak memory a tool process of this run reported (KiB), for evidence.json
         # and the benchmark; None until one reports it (nono's roles cannot read their /proc).
         self.tool_peak_kib: int | None = None
+        # Tool calls may end at once (CheckLog.at_once): each largest-so-far is kept whole.
+        self._peak_lock = threading.Lock()
 
     def _seen(self, result: ToolResult) -> ToolResult:
         """Notes what a finished tool process reported about itself; returns the result."""
         if result.peak_rss_kib is not None:
-            self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
+            with self._peak_lock:
+                self.tool_peak_kib = max(self.tool_peak_kib or 0, result.peak_rss_kib)
         return result
 
     @abstractmethod

@@ -46,12 +46,15 @@ class BubblewrapChecks(LayerChecks):
 
     def boundary(self) -> None:
         self.checks.begin(c.FILES)
-        self.common.reads_staged_case()
-        self._same_file()
-        self.common.reads_staged_proposals()
-        self.common.input_write_refused()
-        self.common.hidden_files_refused()
-        self.common.writer_file_read_back()
+        self.checks.at_once(
+            self.common.reads_staged_case,
+            self._same_file,
+            self.common.reads_staged_proposals,
+            self.common.input_write_refused,
+            *self.common.hidden_file_checks(),
+            self.common.writer_file_read_back,
+        )
+        # After the others: its control creates a file in every role's output directory.
         self.common.roles_keep_to_their_directories()
         self.kernel.check()
         check_network(self.run, self.layer)

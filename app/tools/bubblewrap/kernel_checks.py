@@ -34,10 +34,7 @@ class KernelChecks:
 
     def check(self) -> None:
         self.checks.begin(c.PROCESS)
-        self._nested_userns()
-        self._baseline()
-        self._stacking()
-        self._orphans()
+        self.checks.at_once(self._nested_userns, self._baseline, self._stacking, self._orphans)
 
     def _expect(self, result: ToolResult, expected: Errno, claim: Claim) -> None:
         self.checks.require(

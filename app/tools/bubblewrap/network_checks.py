@@ -5,10 +5,11 @@ from __future__ import annotations
 import errno
 import ipaddress
 import socket
+from functools import partial
 from typing import Final
 
 from app.core.results import Errno
-from app.core.roles import ROLES
+from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.runner import BwrapRunner
@@ -48,8 +49,8 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
                 detail=f"from {source}",
             )
     beyond = loopback and route_error is None
-    # Each role in a network namespace of its own; no probe sends a byte.
-    for role in ROLES:
+
+    def role_network(role: Role) -> None:
         names = layer.run_tool(role, "interfaces").data["interfaces"]
         checks.expect_equal(c.LOOPBACK_ONLY(role=role), names, ["lo"])
         connect = layer.run_tool(role, "tcp-connect", address, str(port))
@@ -61,17 +62,20 @@ def check_network(run: Run, layer: BwrapRunner) -> None:
             claim = c.SUPPLIER_UNREACHABLE(role=role, address=address, port=port)
         checks.require(claim, connect.refused_with(expected), detail=f"observed {connect.observed}")
         if not loopback:
-            continue
+            return
         no_route = c.NO_ROUTE(role=role, address=probe_address, port=probe_port)
         if not beyond:
             checks.skip(no_route, f"the controller's own kernel has no route there ({route_error})")
-            continue
+            return
         beyond_result = layer.run_tool(role, "tcp-connect", probe_address, str(probe_port))
         checks.require(
             no_route,
             beyond_result.refused_with(Errno.ENETUNREACH),
             detail=f"observed {beyond_result.observed}",
         )
+
+    # Each role in a network namespace of its own; no probe sends a byte.
+    checks.at_once(*(partial(role_network, role) for role in ROLES))
 
 
 def _route_source(address: str, port: int) -> tuple[str, str | None]:

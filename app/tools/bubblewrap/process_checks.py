@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -62,16 +63,17 @@ class ProcessChecks:
         )
         self.readings["reader_proc_status"] = dict(tool.data)
         status = tool.data["status"]
-        self._check_ids(tool, status)
-        self._check_privileges(status)
-        self._check_namespaces(tool)
-        self._check_mounts(tool)
-        self._check_environment(list(tool.data["environment"]))
-        SandboxChecks(self.run, self.layer).check(tool)
-        # Each check above watches one part of the reader's vector; the others' vectors are
-        # held to the same, reading for reading.
-        for role in ROLES[1:]:
-            self._same_as_the_reader(role, tool)
+        self.checks.at_once(
+            partial(self._check_ids, tool, status),
+            partial(self._check_privileges, status),
+            partial(self._check_namespaces, tool),
+            partial(self._check_mounts, tool),
+            partial(self._check_environment, list(tool.data["environment"])),
+            *SandboxChecks(self.run, self.layer).checks_of(tool),
+            # Each check above watches one part of the reader's vector; the others' vectors
+            # are held to the same, reading for reading.
+            *(partial(self._same_as_the_reader, role, tool) for role in ROLES[1:]),
+        )
 
     def _reading(self, role: Role) -> ToolResult:
         """What the role reads from its own /proc, started by a bwrap whose own environment

@@ -8,6 +8,8 @@ out, so the line shows that switch is what makes the difference.
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
+from functools import partial
 from typing import Final
 
 from app.core.results import Errno, ToolResult
@@ -35,13 +37,16 @@ class SandboxChecks:
         self.layer = layer
         self.checks = run.checks
 
-    def check(self, tool: ToolResult) -> None:
-        """The lines, from the reader's first reading ``tool`` and each control's."""
-        self._working_directory(tool)
-        self._session(tool)
-        self._parent_death(tool)
-        self._scratch(tool)
-        self._read_only_root()
+    def checks_of(self, tool: ToolResult) -> list[Callable[[], None]]:
+        """The checks, in the order they print, from the reader's first reading ``tool`` and
+        each control's: for CheckLog.at_once, or to be called in turn."""
+        return [
+            partial(self._working_directory, tool),
+            partial(self._session, tool),
+            partial(self._parent_death, tool),
+            partial(self._scratch, tool),
+            self._read_only_root,
+        ]
 
     def _control(self, action: str, args: list[str], without: str) -> ToolResult:
         """The same reader started with one switch left out."""

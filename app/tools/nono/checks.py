@@ -115,8 +115,8 @@ class NonoChecks(LayerChecks):
         checks, layer = self.checks, self.layer
         checks.begin(c.ENVIRONMENT_SECTION)
         names: dict[Role, list[str]] = {}
-        # Each role's first start (which starts its own proxy, if it has one).
-        for role in ROLES:
+
+        def first_start(role: Role) -> None:
             started = checks.holds(
                 c.STARTS(role=role),
                 partial(layer.run_tool, role, "env-names"),
@@ -141,17 +141,23 @@ class NonoChecks(LayerChecks):
                 if added
                 else "nothing else",
             )
+
+        # Each role's first start (which starts its own proxy, if it has one).
+        checks.at_once(*(partial(first_start, role) for role in ROLES))
         self.common.no_credential_variables(names["reader"])
 
     # --- files --------------------------------------------------------------------------------
 
     def _files(self) -> None:
         self.checks.begin(c.FILES)
-        self.common.reads_staged_case()
-        self.common.reads_staged_proposals()
-        self.common.input_write_refused()
-        self.common.hidden_files_refused()
-        self.common.writer_file_read_back()
+        self.checks.at_once(
+            self.common.reads_staged_case,
+            self.common.reads_staged_proposals,
+            self.common.input_write_refused,
+            *self.common.hidden_file_checks(),
+            self.common.writer_file_read_back,
+        )
+        # After the others: its control creates a file in every role's output directory.
         self.common.roles_keep_to_their_directories()
 
     # --- credentials --------------------------------------------------------------------------
@@ -162,7 +168,8 @@ class NonoChecks(LayerChecks):
         online: tuple[Role, ...] = c.ONLINE_ROLES
         real_digest = layer.digests.digest(self.run.supplier.key_file.read_bytes().strip())
         seen: dict[Role, str] = {}
-        for role in online:
+
+        def holds_placeholder(role: Role) -> None:
             measured = layer.run_tool(role, "credential-digest").data
             checks.require(
                 c.HOLDS_CREDENTIAL(role=role),
@@ -183,6 +190,8 @@ class NonoChecks(LayerChecks):
                 ),
             )
             seen[role] = digest
+
+        checks.at_once(*(partial(holds_placeholder, role) for role in online))
         checks.require(
             c.DISTINCT_PLACEHOLDERS,
             seen["reader"] != seen["writer"],
@@ -191,22 +200,23 @@ class NonoChecks(LayerChecks):
             else "their digests differ",
         )
         seen.clear()
-        del real_digest
 
     # --- network ------------------------------------------------------------------------------
 
-    def _connect_with_control(self, target: str, host: str, port: int, what: str) -> None:
-        """An unconfined connect to ``host:port`` at the tool's uid, then the reader's, which
-        Landlock refuses; neither sends a byte."""
-        checks, uid = self.checks, self.run.tool.uid
+    def _connect_control(self, target: str, host: str, port: int, what: str) -> None:
+        """An unconfined connect to ``host:port`` at the tool's uid, which sends no byte."""
+        uid = self.run.tool.uid
         control = self.layer.run_unconfined("tcp-connect", host, str(port))
-        checks.require(
+        self.checks.require(
             c.CONNECT_CONTROL(target=target, uid=uid, what=what),
             control.ok,
             detail=f"{host}:{port}: the connect {control.observed}",
         )
+
+    def _connect_refused(self, target: str, host: str, port: int, what: str) -> None:
+        """The reader's connect to ``host:port``, which Landlock refuses."""
         confined = self.layer.run_tool("reader", "tcp-connect", host, str(port))
-        checks.require(
+        self.checks.require(
             c.CONNECT_REFUSED(target=target, what=what),
             confined.refused_with(Errno.EACCES),
             detail=f"{host}:{port}: observed {confined.observed}",
@@ -216,12 +226,25 @@ class NonoChecks(LayerChecks):
         checks, layer, run = self.checks, self.layer, self.run
         checks.begin(c.NETWORK)
         host, port = run.aws_endpoint
-        self._connect_with_control("aws", host, port, "the controller's AWS endpoint")
-        online = layer.run_tool("reader", "socket-inet")
-        checks.require(c.SOCKET_CONTROL, online.ok, detail=f"socket() {online.observed}")
-        offline = layer.run_tool("evaluator", "socket-inet")
-        checks.require(
-            c.NO_SOCKET, offline.refused_with(Errno.EPERM), detail=f"observed {offline.observed}"
-        )
         supplier = (run.supplier.address, run.supplier.port)
-        self._connect_with_control("supplier", *supplier, "the supplier API")
+
+        def online_socket() -> None:
+            online = layer.run_tool("reader", "socket-inet")
+            checks.require(c.SOCKET_CONTROL, online.ok, detail=f"socket() {online.observed}")
+
+        def offline_socket() -> None:
+            offline = layer.run_tool("evaluator", "socket-inet")
+            checks.require(
+                c.NO_SOCKET,
+                offline.refused_with(Errno.EPERM),
+                detail=f"observed {offline.observed}",
+            )
+
+        checks.at_once(
+            partial(self._connect_control, "aws", host, port, "the controller's AWS endpoint"),
+            partial(self._connect_refused, "aws", host, port, "the controller's AWS endpoint"),
+            online_socket,
+            offline_socket,
+            partial(self._connect_control, "supplier", *supplier, "the supplier API"),
+            partial(self._connect_refused, "supplier", *supplier, "the supplier API"),
+        )

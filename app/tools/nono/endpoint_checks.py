@@ -11,6 +11,7 @@ the ones at its role's front that carry its request id.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -59,21 +60,25 @@ class EndpointChecks:
         read = f"/cases/{self.case_id}/suppliers"
         draft_method, draft = draft_rule(self.case_id)
         refused = _refused_operations(self.case_id, run.case.suppliers[0].id)
-        self._role_lines("reader.read", "reader", "GET", read, 200)
-        # The controller's own control: the same server by its second name, with the real key.
-        alias = urlsplit(run.supplier.alias_url)
-        alias_control = run.supplier_client.request("GET", read, url=run.supplier.alias_url)
-        checks.expect_equal(
-            c.ALIAS_CONTROL(alias=alias.hostname, path=read), alias_control.status, 200
+        # Each request is found in its proxy's records by its own request id, so none of these
+        # depends on another: they are made at once.
+        checks.at_once(
+            partial(self._role_lines, "reader.read", "reader", "GET", read, 200),
+            partial(self._alias_control, read),
+            partial(self._role_lines, "writer.read", "writer", "GET", read, 200),
+            partial(self._placeholder_lines, read),
+            partial(self._role_lines, "reader.draft", "reader", draft_method, draft, None),
+            *(
+                line
+                for name, method, path, accepted in refused
+                for line in (
+                    partial(self._accepted_upstream, name, method, path, accepted),
+                    partial(self._role_lines, name, "writer", method, path, None),
+                )
+            ),
+            partial(self._behind_lines, refused),
+            partial(self._early_draft_lines, draft_method, draft),
         )
-        self._role_lines("writer.read", "writer", "GET", read, 200)
-        self._placeholder_lines(read)
-        self._role_lines("reader.draft", "reader", draft_method, draft, None)
-        for name, method, path, accepted in refused:
-            self._accepted_upstream(name, method, path, accepted)
-            self._role_lines(name, "writer", method, path, None)
-        self._behind_lines(refused)
-        self._early_draft_lines(draft_method, draft)
         with TunnelChecks(self.calls) as others:
             others.check()
         # Each role's front filled by the controller, once the role's requests have ended.
@@ -103,6 +108,14 @@ class EndpointChecks:
         else:
             verdict = f"allow, forwarded, supplier status {allowed}"
             calls.expect_passed(c.AUDIT(**said, verdict=verdict), sent, allowed)
+
+    def _alias_control(self, read: str) -> None:
+        """The controller's own control: the same server by its second name, with the real key."""
+        alias = urlsplit(self.run.supplier.alias_url)
+        control = self.run.supplier_client.request("GET", read, url=self.run.supplier.alias_url)
+        self.checks.expect_equal(
+            c.ALIAS_CONTROL(alias=alias.hostname, path=read), control.status, 200
+        )
 
     def _accepted_upstream(self, request: str, method: str, path: str, accepted: int) -> None:
         """The supplier takes it from the controller with the real key; the writer's front

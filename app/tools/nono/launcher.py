@@ -7,6 +7,7 @@ from disk, so the profile the checks compare is the one the role actually ran un
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from collections.abc import Sequence
@@ -92,7 +93,7 @@ class NonoLayer(ConfinementLayer):
         )
         self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
-        self._request_ids = 0
+        self._request_ids = itertools.count(1)
         self._written = False
         self._holds = 0
         self._controls: list[dict[str, Any]] = []
@@ -314,8 +315,8 @@ class NonoLayer(ConfinementLayer):
 
     def next_request_id(self, role: Role) -> str:
         """Carries the run id, so the supplier's own log can be matched to this run."""
-        self._request_ids += 1
-        return f"{self.run.run_id}-{role}-{self._request_ids}"
+        # next() on a count is atomic: calls made at once (CheckLog.at_once) never share one.
+        return f"{self.run.run_id}-{role}-{next(self._request_ids)}"
 
     # --- the credential comparison ------------------------------------------------------------
 
@@ -366,7 +367,8 @@ class NonoLayer(ConfinementLayer):
             "interpreter": INTERPRETER,
             "profiles": {role: self.live_profile(role) for role in ROLES},
             "omitted": sorted(f"{role}: {element}" for role, element in self.omit),
-            "control_calls": self._controls,
+            # Made at once with other checks' calls: in an order of their own, not the run's.
+            "control_calls": sorted(self._controls, key=lambda c: (c["role"], c["purpose"])),
             "seccomp_baseline": {
                 "rules": [rule.as_json() for rule in nono_baseline_filter().rules],
                 "bpf_bytes": len(nono_baseline_filter().program),

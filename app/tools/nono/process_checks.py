@@ -37,9 +37,14 @@ class NonoProcessChecks:
 
     def check(self) -> None:
         self.checks.begin(c.PROCESS)
-        self._held()
-        self._nested_userns()
-        self._filter_samples()
+        self.checks.at_once(
+            self._held,
+            self._nested_userns,
+            self._baseline_control,
+            self._landlock_alone_control,
+            self._landlock_alone,
+            self._baseline_refuses,
+        )
 
     def _held(self) -> None:
         checks, tool = self.checks, self.run.tool
@@ -112,42 +117,57 @@ class NonoProcessChecks:
             detail=f"observed {refused.observed}",
         )
 
-    def _filter_samples(self) -> None:
-        checks, layer = self.checks, self.layer
+    def _baseline_control(self) -> None:
         names = tuple(FILTER_SAMPLES)
-        samples = kernel_call_args(names)
-        nono_alone = layer.run_confined(
-            "reader", "kernel-calls", samples, baseline=False, purpose="baseline control"
+        nono_alone = self.layer.run_confined(
+            "reader",
+            "kernel-calls",
+            kernel_call_args(names),
+            baseline=False,
+            purpose="baseline control",
         ).named_answers
         expected = {name: errno.value for name, errno in FILTER_SAMPLES.items()}
         expected["io_uring_setup"] = Errno.EPERM.value
-        host_control(checks, c.BASELINE_CONTROL, nono_alone, expected, said=listing(nono_alone))
-        # Under Landlock alone nono adds no filter of its own: what refuses io_uring_setup
-        # there is the baseline alone. Any role shows it (each role's network is Landlock's to
-        # hold); the claims name the offline evaluator.
-        io_uring = kernel_call_args(["io_uring_setup"])
-        landlock_alone = layer.run_confined(
+        host_control(
+            self.checks, c.BASELINE_CONTROL, nono_alone, expected, said=listing(nono_alone)
+        )
+
+    # Under Landlock alone nono adds no filter of its own: what refuses io_uring_setup there is
+    # the baseline alone. Any role shows it (each role's network is Landlock's to hold); the
+    # claims name the offline evaluator.
+
+    def _landlock_alone_control(self) -> None:
+        landlock_alone = self.layer.run_confined(
             "evaluator",
             "kernel-calls",
-            io_uring,
+            kernel_call_args(["io_uring_setup"]),
             baseline=False,
             enforcement_mode="landlock",
             purpose="io_uring control under Landlock alone",
         ).named_answers
         host_control(
-            checks,
+            self.checks,
             c.LANDLOCK_ALONE_CONTROL,
             landlock_alone,
             {"io_uring_setup": FILTER_SAMPLES["io_uring_setup"].value},
             said=listing(landlock_alone),
         )
-        baseline_alone = layer.run_confined(
+
+    def _landlock_alone(self) -> None:
+        baseline_alone = self.layer.run_confined(
             "evaluator",
             "kernel-calls",
-            io_uring,
+            kernel_call_args(["io_uring_setup"]),
             enforcement_mode="landlock",
             purpose="the baseline under Landlock alone",
         ).named_answers
-        checks.expect_equal(c.LANDLOCK_ALONE, baseline_alone, {"io_uring_setup": Errno.EPERM.value})
-        refused = layer.run_tool("reader", "kernel-calls", *samples).named_answers
-        checks.expect_equal(c.BASELINE_REFUSES, refused, dict.fromkeys(names, Errno.EPERM.value))
+        self.checks.expect_equal(
+            c.LANDLOCK_ALONE, baseline_alone, {"io_uring_setup": Errno.EPERM.value}
+        )
+
+    def _baseline_refuses(self) -> None:
+        names = tuple(FILTER_SAMPLES)
+        refused = self.layer.run_tool("reader", "kernel-calls", *kernel_call_args(names))
+        self.checks.expect_equal(
+            c.BASELINE_REFUSES, refused.named_answers, dict.fromkeys(names, Errno.EPERM.value)
+        )

@@ -299,6 +299,9 @@ class RoleProxies:
         self._records: dict[Role, list[FrontRecord]] = {role: [] for role in ROLES}
         self._dropped: dict[Role, int] = dict.fromkeys(ROLES, 0)
         self._sealed_usage: dict[str, int] | None = None
+        # Roles' first starts may be made at once (CheckLog.at_once): one reply serves them.
+        self._starting = threading.Lock()
+        self._draining = threading.Lock()
 
     def launch(self) -> None:
         """Starts the proxy host process, which then loads while the run goes on.
@@ -318,6 +321,10 @@ class RoleProxies:
     def start(self, asked: Mapping[Role, tuple[ProxyRoute, ProxyFront]]) -> None:
         """Asks for these roles' proxies, started together, without waiting for them (``port``
         waits); a role whose proxy was asked for already is left out."""
+        with self._starting:
+            self._start(asked)
+
+    def _start(self, asked: Mapping[Role, tuple[ProxyRoute, ProxyFront]]) -> None:
         proxies: list[dict[str, Any]] = []
         roles: list[Role] = []
         for role, (route, front) in asked.items():
@@ -343,6 +350,10 @@ class RoleProxies:
 
     def port(self, role: Role) -> int:
         """The port of the role's front: the one its Landlock rules let it connect to."""
+        with self._starting:
+            return self._port(role)
+
+    def _port(self, role: Role) -> int:
         started = self._started.get(role)
         if started is None:
             ticket = self._tickets[role]
@@ -360,7 +371,8 @@ class RoleProxies:
 
     @property
     def roles(self) -> list[Role]:
-        return list(self._started)
+        """The roles whose proxies have started, in the roles' order."""
+        return [role for role in ROLES if role in self._started]
 
     def sandbox_env(self, role: Role, env: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The role's kept variables plus what its proxy adds (none for an offline role)."""
@@ -388,6 +400,12 @@ class RoleProxies:
     def drain(self, role: Role) -> None:
         if role not in self._started:
             return
+        # Whole: a request's record, once drained by one call, is in the list before another
+        # call made at the same time (CheckLog.at_once) looks for it there.
+        with self._draining:
+            self._drain(role)
+
+    def _drain(self, role: Role) -> None:
         while True:
             reply = self._running().call({"op": "drain", "role": role})
             self._records[role].extend(FrontRecord.from_json(r) for r in reply["records"])

@@ -16,10 +16,12 @@ from __future__ import annotations
 import http.client
 import ipaddress
 import socket
+from functools import partial
 from types import TracebackType
 from typing import Final
 from urllib.parse import urlsplit
 
+from app.core.at_once import results_at_once
 from app.core.calls import CallRecord
 from app.core.roles import Role
 from app.core.run import Run
@@ -114,7 +116,14 @@ class TunnelChecks:
             ("CONNECT", authority(alias.hostname or "", alias.port or 443)),
             ("CONNECT", authority(self.host, supplier.port or 443)),
         ]
-        to_alias, to_supplier, *reader_others = self._ask("reader", [*tunnels, *others])
+        # One tool process each, at once: each request is found in its records by its id.
+        asked = results_at_once(
+            {
+                "reader": partial(self._ask, "reader", [*tunnels, *others]),
+                "writer": partial(self._ask, "writer", others),
+            }
+        )
+        to_alias, to_supplier, *reader_others = asked["reader"]
         self._tunnel_lines("alias", to_alias, "the second name for the same server")
         self._tunnel_lines(
             "supplier",
@@ -127,7 +136,7 @@ class TunnelChecks:
         else:
             log.expect_equal(c.CANARY_CONTROL(where=canary), self.control, 200)
         self._other_servers_lines("reader", reader_others)
-        self._other_servers_lines("writer", self._ask("writer", others))
+        self._other_servers_lines("writer", asked["writer"])
         if self._canary is not None:
             log.expect_equal(c.CANARY_UNTOUCHED, self._canary.connections, 1)
 
