@@ -49,6 +49,8 @@ from app.tools.seccomp import resolve_syscall
 from app.tools.undumpable_checks import check_undumpable
 
 NEW_OUTPUT = "attack.txt"
+# What a role's answers show for a probe they leave out.
+MISSING = "missing"
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ class AttackChecks:
             self.answers_seen = AttackAnswers(control=dict(control), roles=seen)
             for attack in ATTACKS:
                 self._control_line(attack, control)
-                self._attack_line(attack, seen)
+                self._attack_line(attack, control, seen)
             # Last, while the process at the tool's uid outside any sandbox still runs.
             check_undumpable(self.run, self.layer, aim.victim_pid)
 
@@ -223,10 +225,12 @@ class AttackChecks:
                     "the controller has no IPv6 loopback to listen on here",
                 )
 
-    def _attack_line(self, attack: Attack, seen: dict[Role, dict[str, str]]) -> None:
-        probes = [probe for probe in attack.probes if all(probe in seen[r] for r in ROLES)]
+    def _attack_line(self, attack: Attack, control: Any, seen: dict[Role, dict[str, str]]) -> None:
+        # Every probe the control tried is asked of each role: one a role's answers leave out
+        # is a finding ("missing"), never a probe quietly not checked.
+        probes = [probe for probe in attack.probes if probe in control]
         expected = {r: {p: self.answers.expected(p, r) for p in probes} for r in ROLES}
-        observed = {r: {p: seen[r][p] for p in probes} for r in ROLES}
+        observed = {r: {p: seen[r].get(p, MISSING) for p in probes} for r in ROLES}
         described = "; ".join(f"{p} {describe(self.answers.errnos[p])}" for p in probes)
         wrong = [
             f"{r} {p} {observed[r][p]}"
