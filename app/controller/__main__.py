@@ -15,6 +15,7 @@ try:
     # the tools at the controller's own uid (app/controller/undumpable.py).
     make_undumpable()
 
+    import datetime  # noqa: F401 (loaded for pydantic_core, below)
     import gc
 
     from app.controller.standard_streams import reopen_closed
@@ -26,6 +27,9 @@ try:
     # them over and over while they load. It is off while they load, and they are then frozen
     # (collections skip them) before it is on again for the run.
     gc.disable()
+    # pydantic_core's Rust start imports datetime through the C API, and a stop signal that
+    # interrupts that import panics there (exit 1 and a Rust backtrace, not one line): with
+    # datetime loaded above, where a signal is an ordinary Stopped, it imports nothing.
     from app.controller.cli import main
 
     gc.freeze()
