@@ -227,17 +227,6 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
         ),
         answers_for=_requests_asked,
     ),
-    "proxy-connections": ActionShape(
-        Fields(
-            {
-                "open": INTEGER,
-                "within": INTEGER,
-                "beyond": INTEGER,
-                "request_id": STRING,
-                "target": STRING,
-            }
-        )
-    ),
     # system.py
     "proc-status": ActionShape(
         Fields(

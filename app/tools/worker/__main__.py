@@ -39,7 +39,6 @@ ACTION_MODULES: dict[str, str] = {
     "peek-process": "probes",
     "supplier-request": "proxy",
     "proxy-requests": "proxy",
-    "proxy-connections": "proxy",
     "credential-digest": "credentials",
     "proc-status": "system",
     "fill-scratch": "system",

@@ -116,39 +116,7 @@ def proxy_requests(args: list[str]) -> Result:
     return ok(requests=[_raw_request(method, target, rid) for rid, method, target in triples])
 
 
-def proxy_connections(args: list[str]) -> Result:
-    """``COUNT REQUEST_ID``: opens COUNT - 1 connections to this role's proxy and leaves each
-    mid-request; sends one whole request on the next (a tunnel, answered at once) and keeps it
-    open; then opens one more and reads what it is told without sending anything. Reports
-    both answers. Every connection is closed at the end."""
-    count, request_id = int(args[0]), args[1]
-    host, port = _front()
-    held: list[socket.socket] = []
-    try:
-        for _ in range(count - 1):
-            idle = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
-            held.append(idle)
-            idle.sendall(b"GET /")
-        last = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
-        held.append(last)
-        last.sendall(
-            f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n"
-            f"X-Analyst-Request-ID: {request_id}\r\n\r\n".encode()
-        )
-        within = _status(last)
-        beyond = socket.create_connection((host, port), timeout=TIMEOUT_SECONDS)
-        held.append(beyond)
-        over = _status(beyond)
-    finally:
-        for connection in held:
-            connection.close()
-    return ok(
-        open=count, within=within, beyond=over, request_id=request_id, target=f"{host}:{port}"
-    )
-
-
 ACTIONS = {
     "supplier-request": supplier_request,
     "proxy-requests": proxy_requests,
-    "proxy-connections": proxy_connections,
 }
