@@ -19,6 +19,7 @@ from app.tools.nono.policy import (
     differences,
     fill,
     generate_profile,
+    policy_file,
 )
 from tests.support import policy_changes as widened_by
 
@@ -35,15 +36,15 @@ RUN_VALUES = ProfileValues(
 def test_committed_profiles_are_what_the_generator_renders() -> None:
     assert render.drifted(COMMITTED_DIR) == []
     for role, profile in committed_profiles().items():
-        on_disk = json.loads((COMMITTED_DIR / f"{role}.json").read_text())
-        assert on_disk == profile, f"policies/nono/{role}.json differs from the generator"
+        on_disk = json.loads((COMMITTED_DIR / policy_file(role)).read_text())
+        assert on_disk == profile, f"policies/nono/{policy_file(role)} differs from the generator"
 
 
 def test_committed_profiles_hold_no_machine_value() -> None:
     for role in ROLES:
-        text = (COMMITTED_DIR / f"{role}.json").read_text()
+        text = (COMMITTED_DIR / policy_file(role)).read_text()
         for value in ("/var/tmp", "/root", "/home", "localhost", "rfp-001"):
-            assert value not in text, f"{role}.json names {value}"
+            assert value not in text, f"{policy_file(role)} names {value}"
 
 
 def test_render_check_names_a_drifted_file(
@@ -51,10 +52,10 @@ def test_render_check_names_a_drifted_file(
 ) -> None:
     render.write(tmp_path)
     assert render.main(["--check", "--dir", str(tmp_path)]) == 0
-    (tmp_path / "writer.json").write_text("{}\n")
+    (tmp_path / "writer.launch.json").write_text("{}\n")
     assert render.main(["--check", "--dir", str(tmp_path)]) == 1
     err = capsys.readouterr().err
-    assert "writer.json" in err and "reader.json" not in err
+    assert "writer.launch.json" in err and "reader.launch.json" not in err
 
 
 @pytest.mark.parametrize("role", ROLES)

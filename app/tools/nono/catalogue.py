@@ -20,11 +20,11 @@ _SAMPLES: Final = ", ".join(FILTER_SAMPLES)
 
 COMMITTED: Final = Check(
     "nono.profiles.committed",
-    "the committed nono profiles ({files}) are exactly what the profile generator renders",
+    "the committed launch policies ({files}) are exactly what the profile generator renders",
 )
 LIVE: Final = Check(
     "nono.profiles.{role}.live",
-    "the {role} runs under the committed {role}.json with only this run's values filled in",
+    "the {role} runs under the committed {role}.launch.json with only this run's values filled in",
 )
 COMPARISON_CONTROL: Final = Check(
     "nono.profiles.comparison.control",

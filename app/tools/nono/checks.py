@@ -25,7 +25,7 @@ from app.tools.nono import catalogue as c
 from app.tools.nono import render
 from app.tools.nono.attack_answers import ANSWERS
 from app.tools.nono.endpoint_checks import EndpointChecks
-from app.tools.nono.policy import differences, fill, intended_variables
+from app.tools.nono.policy import differences, fill, intended_variables, policy_file
 from app.tools.nono.process_checks import NonoProcessChecks
 from app.tools.nono.runner import NonoRunner
 
@@ -78,7 +78,7 @@ class NonoChecks(LayerChecks):
 
     def _mismatch(self, role: Role, profile: dict[str, Any]) -> list[str]:
         """Where a profile differs from the committed file with this run's values filled in."""
-        committed = json.loads((self.layer.committed_dir / f"{role}.json").read_text("utf-8"))
+        committed = json.loads((self.layer.committed_dir / policy_file(role)).read_text("utf-8"))
         return differences(profile, fill(committed, self.layer.values))
 
     def _profiles(self) -> None:
@@ -86,7 +86,7 @@ class NonoChecks(LayerChecks):
         checks.begin(c.PROFILES)
         drift = render.drifted(layer.committed_dir, layer.profiles, layer.omit)
         checks.require(
-            c.COMMITTED(files=", ".join(f"{r}.json" for r in ROLES)),
+            c.COMMITTED(files=", ".join(policy_file(r) for r in ROLES)),
             not drift,
             detail=f"differs: {', '.join(path.name for path in drift)}"
             if drift

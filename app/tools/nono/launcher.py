@@ -43,6 +43,7 @@ from app.tools.nono.policy import (
     committed_profile,
     fill,
     generate_profile,
+    policy_file,
     to_json,
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
@@ -102,7 +103,7 @@ class NonoLayer(ConfinementLayer):
     # --- profiles -----------------------------------------------------------------------------
 
     def profile_path(self, role: Role) -> Path:
-        return self.run.paths.profiles / f"{role}.json"
+        return self.run.paths.profiles / policy_file(role)
 
     def _write_profiles(self) -> None:
         """Writes each role's live profile where no role can write (see run_tree's layout),
@@ -386,7 +387,7 @@ class NonoLayer(ConfinementLayer):
     def committed_policy(self) -> dict[Role, Any]:
         return {
             role: fill(
-                json.loads((self.committed_dir / f"{role}.json").read_text("utf-8")), self.values
+                json.loads((self.committed_dir / policy_file(role)).read_text("utf-8")), self.values
             )
             for role in ROLES
         }

@@ -24,6 +24,14 @@ from app.tools.nono.elements import without
 PROFILE_VERSION = "1.0.0"
 COMMITTED_DIR = POLICIES_DIR / "nono"
 
+
+def policy_file(role: Role) -> str:
+    """The name of a role's committed launch policy. The format is this project's own, modelled
+    on nono's profiles but read by its launcher alone (translate.py), never by nono, which
+    would refuse its extra fields: so the files are not named as nono profiles."""
+    return f"{role}.launch.json"
+
+
 # What the system interpreter needs: on a merged-/usr system /usr holds python3, its standard
 # library, libc and the dynamic loader (/lib and /lib64 are symlinks into it). Measured: the
 # worker starts and runs every action with nothing else readable.

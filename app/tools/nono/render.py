@@ -1,4 +1,5 @@
-"""Writes the committed nono profiles under policies/nono/, or with --check reports drift."""
+"""Writes the committed nono launch policies (this project's own format, never read by nono) under
+policies/nono/, or with --check reports drift."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from app.tools.nono.policy import (
     ProfileSource,
     committed_profiles,
     generate_profile,
+    policy_file,
     to_json,
 )
 from app.tools.seccomp import NONO_BASELINE, render_groups
@@ -26,7 +28,7 @@ def rendered(
 ) -> dict[str, str]:
     """File name → the exact text the generator (or ``source``) produces for it."""
     profiles = committed_profiles(source, omit)
-    files = {f"{role}.json": to_json(profile) for role, profile in profiles.items()}
+    files = {policy_file(role): to_json(profile) for role, profile in profiles.items()}
     files["elements.json"] = to_json(accounted_elements())
     files["seccomp-baseline.json"] = to_json(render_groups(NONO_BASELINE))
     return files
@@ -67,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         default_dir=COMMITTED_DIR,
         render=rendered,
-        what="nono profiles",
+        what="nono launch policies",
     )
 
 
