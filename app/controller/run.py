@@ -52,7 +52,7 @@ from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
 from app.core.decoy_view import DecoyView
-from app.core.errors import RunStopped
+from app.core.errors import LayerUnavailable, RunStopped
 from app.core.escaping import escaped
 from app.core.roles import Layer
 from app.core.run import Run
@@ -155,7 +155,16 @@ def _decoy_view(paths: RunPaths) -> DecoyView | None:
     keeps them, root's alone); None in the cluster, whose secrets are the pod's mounts."""
     if os.geteuid() != 0 or not paths.secrets.is_dir():
         return None
-    return DecoyView.create(paths.secrets, paths.decoys)
+    try:
+        return DecoyView.create(paths.secrets, paths.decoys)
+    except OSError as error:
+        # A root controller under a container's seccomp profile, or in a user namespace that
+        # may not mount: a piece of this machine the run needs (exit 3), not a traceback.
+        raise LayerUnavailable(
+            f"a root controller cannot make the tools' decoy view here ({error})",
+            "run the controller at the tools' own uid, as the analyst pod does "
+            "(runAsNonRoot), or where root may make a mount namespace",
+        ) from error
 
 
 @contextmanager

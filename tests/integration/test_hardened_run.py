@@ -8,7 +8,8 @@ environment, with the profile loaded where runc loads it (rehearsal/runtime_secc
 the rehearsal's own command line); so the tools run at the controller's uid and no decoy view is
 made, as in the pod. The whole bubblewrap run passes, its filter counts reading the inherited
 filter; under the runtime's default profile the same command stops at preflight with the one
-error naming the refusal.
+error naming the refusal. A root controller there (not the pod's way) stops naming the decoy view
+it cannot make.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +46,8 @@ pytestmark = [
     ),
 ]
 
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNTIME_SECCOMP = REPO_ROOT / "rehearsal" / "runtime_seccomp.py"
 BUBBLEWRAP_POD = analyst_privileges(Layer.BUBBLEWRAP, RuntimeTarget.HARDENED_CONTAINER)
 NONO_POD = analyst_privileges(Layer.NONO, RuntimeTarget.HARDENED_CONTAINER)
 
@@ -132,3 +136,33 @@ def test_the_whole_nono_case_runs_under_the_runtime_default_profile(
         "before reading its arguments, over the 1 the controller itself runs under (its "
         "container's profile) (Seccomp 2, Seccomp_filters 3)"
     ) in lines
+
+
+def test_a_root_controller_under_a_container_profile_stops_naming_the_decoy_view(
+    base: Path,
+) -> None:
+    # Not how the pod runs (runAsNonRoot), but a configuration an operator may try: a root
+    # controller makes the tools' decoy view (a mount namespace), which the runtime's default
+    # profile refuses. One line naming it, exit 3, nothing left; never a traceback.
+    profile = base / "runtime-default.json"
+    profile.write_text(json.dumps(container_seccomp_profile(())))
+    command = [sys.executable, str(RUNTIME_SECCOMP), "--no-new-privs", str(profile), "--"]
+    command += [sys.executable, "-m", "app.controller", "run", "--layer", "nono"]
+    command += ["--workdir", str(base / "work"), "--out", str(base / "out")]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "ANALYST_"))}
+    completed = subprocess.run(
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert completed.returncode == 3, completed.stdout[-3000:] + completed.stderr[-3000:]
+    assert "Traceback" not in completed.stderr
+    assert (
+        completed.stderr.strip()
+        .splitlines()[-1]
+        .startswith(
+            "error (layer unavailable): a root controller cannot make the tools' decoy view here "
+            "([Errno 1] unshare(CLONE_NEWNS): Operation not permitted)"
+        )
+    ), completed.stderr
+    assert not (base / "out").exists()
+    work = base / "work"
+    assert (list(work.iterdir()) if work.exists() else []) == []
