@@ -76,19 +76,12 @@ def _enter(container: object, open_containers: set[int]) -> None:
 
 
 def _key_text(key: object) -> str:
-    """A dict key as json writes it: a string, or the text of a number, bool or None."""
+    """A dict key as json writes it: a string, or the text of a number, bool or None, which is
+    the text json gives that value anywhere (bool is an int)."""
     if isinstance(key, str):
         return key
-    if isinstance(key, float):
-        return _float_text(key)
-    if key is True:
-        return "true"
-    if key is False:
-        return "false"
-    if key is None:
-        return "null"
-    if isinstance(key, int):
-        return int.__repr__(key)
+    if key is None or isinstance(key, (int, float)):
+        return _encode(key, set())
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
