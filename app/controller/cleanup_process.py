@@ -24,7 +24,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     import subprocess
     from collections.abc import Sequence
-    from types import TracebackType
     from typing import Final
 
 PROGRAM: Final = Path(__file__).resolve()
@@ -224,12 +223,7 @@ class CleanupProcess:
         )
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         process, self._process = self._process, None
         if process is None:
             return

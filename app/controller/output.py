@@ -19,7 +19,6 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from types import TracebackType
 from typing import Final
 
 from app.core.errors import BadInput, RunStopped, shown
@@ -212,12 +211,7 @@ class OutClaim:
             ) from error
         return self.target.path
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if not self._published:
             shutil.rmtree(self.staging, ignore_errors=True)
         if self._lock is not None:

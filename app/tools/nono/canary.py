@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from types import TracebackType
 from typing import Final
 
 ANSWER: Final = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ncanary\n"
@@ -50,12 +49,7 @@ class Canary:
                 except OSError:
                     pass  # the count is the evidence; the answer is for the one who asked
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stopping.set()
         self._thread.join()
         # A connection still waiting to be accepted counts too: the kernel completed it.

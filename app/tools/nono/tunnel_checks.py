@@ -17,7 +17,6 @@ import http.client
 import ipaddress
 import socket
 from functools import partial
-from types import TracebackType
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -59,14 +58,9 @@ class TunnelChecks:
         self.control = self._control()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._canary is not None:
-            self._canary.__exit__(exc_type, exc, traceback)
+            self._canary.__exit__(*exc_info)
 
     @property
     def port(self) -> int:
