@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.at_once import AT_ONCE_WIDTH
 from tests.support.hostile import HostileRun, Step, run_hostile
 
 pytestmark = pytest.mark.integration
@@ -203,7 +204,10 @@ def test_a_flood_of_connections_to_the_proxy_leaves_the_controller_as_it_was(
     assert line.startswith("FAIL each of them is a request this run made"), line
     assert "every connection to the roles' proxies is on record, none dropped" in run.stdout
     assert peaks["threads"] < FORK_GUARD_THREADS
-    assert peaks["threads"] <= quiet_peaks["threads"] + 2, (peaks, quiet_peaks)
+    # Checks made at once (CheckLog.at_once) run in threads of their own, so two runs' highest
+    # counts differ by as many as AT_ONCE_WIDTH of those and their calls' channel threads: far
+    # below the dozens a flood served inside the controller would add.
+    assert peaks["threads"] <= quiet_peaks["threads"] + 2 * AT_ONCE_WIDTH, (peaks, quiet_peaks)
     _clean(run)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import threading
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -55,6 +56,13 @@ from app.tools.seccomp import LibseccompError, nono_baseline_filter
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
 # nono-py's exit status for a child it killed at its time limit.
 NONO_TIMED_OUT: Final = 124
+# nono-py forks the controller and sets the sandbox up in the child, which allocates and takes
+# locks before it execs; a lock another thread held at the fork is never released there. Made
+# from several threads at once (CheckLog.at_once), a child hung so once in some hundreds of
+# runs, until the call's time limit; nono itself guards its fork by counting threads (nono
+# issue 957). So one nono-py call runs at a time, whatever thread makes it; bubblewrap's calls,
+# the controls and the controller's own requests still run beside it.
+ONE_NONO_CALL_AT_A_TIME: Final = threading.Lock()
 
 REFUSALS = Refusals(
     hidden_file=Errno.EACCES,
@@ -275,15 +283,19 @@ class NonoLayer(ConfinementLayer):
                     gid=drop.get("group"),
                 )
 
-            TOOL_STARTS.add()
-            output, result = exec_on_channel(
-                sandboxed,
-                who=f"the {role}'s tool process",
-                time_limit=limit,
-                # The call's thread is made for it alone (nono/channel.py), so it enters the
-                # decoy view for good: the tool process starts there, and nothing else does.
-                first=None if self.run.decoy_view is None else self.run.decoy_view.enter_for_good,
-            )
+            # Before the call's time limit starts: a call waiting here is not yet running.
+            with ONE_NONO_CALL_AT_A_TIME:
+                TOOL_STARTS.add()
+                output, result = exec_on_channel(
+                    sandboxed,
+                    who=f"the {role}'s tool process",
+                    time_limit=limit,
+                    # The call's thread is made for it alone (nono/channel.py), so it enters
+                    # the decoy view for good: the tool process starts there, nothing else does.
+                    first=None
+                    if self.run.decoy_view is None
+                    else self.run.decoy_view.enter_for_good,
+                )
         except (RuntimeError, ValueError, OSError) as error:
             raise ToolStartFailed(
                 f"nono could not start the {role} ({command}): {error}"
