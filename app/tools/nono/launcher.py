@@ -58,8 +58,8 @@ DEFAULT_ENFORCEMENT_MODE: Final = "auto"
 NONO_TIMED_OUT: Final = 124
 # nono-py forks the controller and sets the sandbox up in the child, which allocates and takes
 # locks before it execs; a lock another thread held at the fork is never released there. Made
-# from several threads at once (CheckLog.at_once), a child hung so once in some hundreds of
-# runs, until the call's time limit; nono itself guards its fork by counting threads (nono
+# from several threads at once (CheckLog.at_once), one child in a whole suite run (some hundreds
+# of nono runs) hung until its time limit; nono itself guards its fork by counting threads (nono
 # issue 957). So one nono-py call runs at a time, whatever thread makes it; bubblewrap's calls,
 # the controls and the controller's own requests still run beside it.
 ONE_NONO_CALL_AT_A_TIME: Final = threading.Lock()
