@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from app.tools.execution import TOOL_STARTS
+from app.tools.execution import TOOL_STARTS, UNREAPED_TOOL_CPU
 
 _TICKS_PER_SECOND: Final = os.sysconf("SC_CLK_TCK")
 
@@ -96,7 +96,7 @@ class PhaseClock:
         return Reading(
             wall=time.monotonic(),
             controller_cpu=own.ru_utime + own.ru_stime,
-            child_cpu=children.ru_utime + children.ru_stime,
+            child_cpu=children.ru_utime + children.ru_stime + UNREAPED_TOOL_CPU.seconds(),
             service_cpu=sum(service_cpu_seconds(pid) for pid in self.service_pids()),
             tool_processes=TOOL_STARTS.count,
         )

@@ -11,8 +11,9 @@ control; started where the real files are root's alone, none of them can open on
 
 The view is a copy of the controller's mounts, taken once the run tree exists, that follows the
 host's (slave propagation) and adds one bind mount that never reaches the host. Each tool call
-in it is made from a thread of its own that enters the view first (``start_in_view``, or a nono
-call's own thread: ``enter_for_good``): the controller's other threads never leave the host's.
+in it is made from a thread of its own that enters the view first (``start_in_view``), or by a
+nono launch process that entered it when it started: the controller's threads never leave the
+host's.
 The namespace lives while its descriptor is open or a tool process runs in it, so nothing of
 it outlasts the run, however the controller ends.
 
@@ -101,6 +102,12 @@ class DecoyView:
             os.close(host)
             raise failed[0]
         return cls(made[0], host, secrets, decoys)
+
+    @property
+    def namespace_fd(self) -> int:
+        """The view's descriptor, for a process of the controller's that enters it itself (a
+        nono launch process: app/tools/nono/launch_process.py)."""
+        return self._namespace
 
     def enter_for_good(self) -> None:
         """The calling thread, one made for a single tool call, in the view until it ends. It

@@ -48,6 +48,33 @@ class ToolStarts:
 TOOL_STARTS: Final = ToolStarts()
 
 
+class UnreapedToolCpu:
+    """The CPU time of tool processes that a process of the controller's own reaped (a nono
+    launch process: app/tools/nono/launchers.py) while that process still runs: the controller's
+    RUSAGE_CHILDREN counts it only once that process is reaped too. The phase table adds it to
+    its children's CPU."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_pid: dict[int, float] = {}
+
+    def set(self, pid: int, seconds: float) -> None:
+        with self._lock:
+            self._by_pid[pid] = seconds
+
+    def reaped(self, pid: int) -> None:
+        """``pid`` was reaped: RUSAGE_CHILDREN holds its children's time now."""
+        with self._lock:
+            self._by_pid.pop(pid, None)
+
+    def seconds(self) -> float:
+        with self._lock:
+            return sum(self._by_pid.values())
+
+
+UNREAPED_TOOL_CPU: Final = UnreapedToolCpu()
+
+
 def worker_command(action: str, args: Sequence[str]) -> list[str]:
     """The worker's command line for one action."""
     return [*WORKER_COMMAND, action, *args]

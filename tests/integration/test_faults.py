@@ -8,6 +8,7 @@ a tool is killed inside its real sandbox (its command replaced by one that kills
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -20,7 +21,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nono_py
 import pytest
 
 from app.controller.run import RunOptions, run_case
@@ -28,6 +28,7 @@ from app.core.repo import SAMPLE_CASE
 from app.core.results import ToolKilled
 from app.core.roles import Layer
 from app.tools.bubblewrap import launcher as bubblewrap_launcher
+from app.tools.nono.launchers import LaunchProcesses, LaunchRequest
 from tests.support.faults import (
     Controller,
     processes_of,
@@ -171,23 +172,25 @@ def _self_killing(command: list[str], action: str, seen: list[str]) -> list[str]
 @pytest.fixture
 def tool_killer(monkeypatch: pytest.MonkeyPatch) -> Any:
     """Makes the first tool process of one action kill itself, under either layer's real
-    sandbox: bwrap's vector keeps every option, nono-py its whole capability set."""
+    sandbox: bwrap's vector keeps every option, nono-py's call (in a launch process) its whole
+    capability set."""
 
     def arm(action: str) -> list[str]:
         seen: list[str] = []
         real_exec = bubblewrap_launcher.exec_as_tool
-        real_nono = nono_py.sandboxed_exec
+        real_nono = LaunchProcesses.call
 
         def bwrap(argv: list[str], **kwargs: Any) -> Any:
             split = argv.index("--")
             tail = _self_killing(argv[split + 1 :], action, seen)
             return real_exec([*argv[: split + 1], *tail], **kwargs)
 
-        def nono(caps: Any, command: list[str], **kwargs: Any) -> Any:
-            return real_nono(caps, _self_killing(command, action, seen), **kwargs)
+        def nono(pool: LaunchProcesses, request: LaunchRequest, **kwargs: Any) -> Any:
+            command = _self_killing(request.command, action, seen)
+            return real_nono(pool, dataclasses.replace(request, command=command), **kwargs)
 
         monkeypatch.setattr(bubblewrap_launcher, "exec_as_tool", bwrap)
-        monkeypatch.setattr(nono_py, "sandboxed_exec", nono)
+        monkeypatch.setattr(LaunchProcesses, "call", nono)
         return seen
 
     return arm

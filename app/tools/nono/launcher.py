@@ -10,15 +10,13 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import threading
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import nono_py
-
+from app.core.at_once import AT_ONCE_WIDTH
 from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
@@ -29,10 +27,11 @@ from app.core.tool_limits import tool_limits
 from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.loader import FILTER_OPTION
-from app.tools.nono.channel import NONO_WORKER_COMMAND, exec_on_channel
+from app.tools.nono.channel import NONO_WORKER_COMMAND
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading, read_while_held
+from app.tools.nono.launchers import LaunchFailed, LaunchProcesses, LaunchRequest, capability_calls
 from app.tools.nono.policy import (
     COMMITTED_DIR,
     DIGEST_KEY_VARIABLE,
@@ -49,21 +48,13 @@ from app.tools.nono.policy import (
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
-from app.tools.nono.translate import Network, capability_set, grants
+from app.tools.nono.translate import Network, grants
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
 # nono-py's exit status for a child it killed at its time limit.
 NONO_TIMED_OUT: Final = 124
-# nono-py forks the controller and sets the sandbox up in the child, which allocates and takes
-# locks before it execs; a lock another thread held at the fork is never released there. Made
-# from several threads at once (CheckLog.at_once), one child in a whole suite run (some hundreds
-# of nono runs) hung until its time limit; nono itself guards its fork by counting threads (nono
-# issue 957). So one nono-py call runs at a time, whatever thread makes it; bubblewrap's calls,
-# the controls and the controller's own requests still run beside it.
-ONE_NONO_CALL_AT_A_TIME: Final = threading.Lock()
-
 REFUSALS = Refusals(
     hidden_file=Errno.EACCES,
     hidden_file_reason="no Landlock rule of its profile grants it",
@@ -102,6 +93,7 @@ class NonoLayer(ConfinementLayer):
         )
         self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
+        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view)
         self._request_ids = itertools.count(1)
         self._written = False
         self._holds = 0
@@ -153,15 +145,6 @@ class NonoLayer(ConfinementLayer):
         return str(workspace.input if direction == "in" else workspace.output)
 
     # --- the role's capabilities and environment ----------------------------------------------
-
-    def _capabilities(self, role: Role, profile: dict[str, Any]) -> nono_py.CapabilitySet:
-        """The role's capability set (translate.py), its proxy started first if it has one."""
-        granted = grants(role, profile)
-        front_port = None
-        if granted.network is Network.FRONT:
-            self._start_proxy(role, profile["network"])
-            front_port = self.proxies.port(role)
-        return capability_set(granted, front_port)
 
     @staticmethod
     def _proxy_asked(role: Role, network: dict[str, Any]) -> tuple[ProxyRoute, ProxyFront]:
@@ -255,57 +238,48 @@ class NonoLayer(ConfinementLayer):
         command: list[str],
         enforcement_mode: str | None,
     ) -> tuple[bytes, int]:
-        """Runs ``command`` under the role's profile; the tool's output (stdout and stderr, read
-        on its channel: nono/channel.py) and its exit status."""
+        """Runs ``command`` under the role's profile, in a launch process (launchers.py); the
+        tool's output (stdout and stderr, read on its channel: nono/channel.py) and its exit
+        status."""
         process = profile.get("process", {})
         drop = self.run.tool.process_identity()
         limit = self.time_limit_seconds
+        who = f"the {role}'s tool process"
         try:
-            caps = self._capabilities(role, profile)
-
-            def sandboxed() -> nono_py.ExecResult:
+            granted = grants(role, profile)
+            front_port = None
+            if granted.network is Network.FRONT:
+                self._start_proxy(role, profile["network"])
+                front_port = self.proxies.port(role)
+            request = LaunchRequest(
+                capabilities=capability_calls(granted, front_port),
+                command=command,
+                # The code directory is read-only for every role; the worker's command puts
+                # the working directory first on sys.path, so a writable one would let a role
+                # plant a module for its next start.
+                cwd=str(self.run.paths.code),
                 # nono-py holds the time limit: it waits for its child in 10 ms sleeps, which
                 # costs every call some 5 ms (docs/notes/nono-py-timeout-polling.md).
-                return nono_py.sandboxed_exec(
-                    caps,
-                    command,
-                    # The code directory is read-only for every role; the worker's command puts
-                    # the working directory first on sys.path, so a writable one would let a
-                    # role plant a module for its next start.
-                    cwd=str(self.run.paths.code),
-                    timeout_secs=limit,
-                    env=self._environment(role, profile),
-                    inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
-                    enforcement_mode=enforcement_mode
-                    or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
-                    max_file_size_bytes=process.get("max_file_bytes"),
-                    uid=drop.get("user"),
-                    gid=drop.get("group"),
-                )
-
-            # Before the call's time limit starts: a call waiting here is not yet running.
-            with ONE_NONO_CALL_AT_A_TIME:
-                TOOL_STARTS.add()
-                output, result = exec_on_channel(
-                    sandboxed,
-                    who=f"the {role}'s tool process",
-                    time_limit=limit,
-                    # The call's thread is made for it alone (nono/channel.py), so it enters
-                    # the decoy view for good: the tool process starts there, nothing else does.
-                    first=None
-                    if self.run.decoy_view is None
-                    else self.run.decoy_view.enter_for_good,
-                )
-        except (RuntimeError, ValueError, OSError) as error:
+                timeout_secs=limit,
+                env=self._environment(role, profile),
+                inherit_env=bool(profile.get("environment", {}).get("inherit", False)),
+                enforcement_mode=enforcement_mode
+                or process.get("enforcement_mode", DEFAULT_ENFORCEMENT_MODE),
+                max_file_size_bytes=process.get("max_file_bytes"),
+                uid=drop.get("user"),
+                gid=drop.get("group"),
+            )
+            output, exit_code = self.launchers.call(request, who=who, on_start=TOOL_STARTS.add)
+        except (LaunchFailed, ValueError, OSError) as error:
             raise ToolStartFailed(
                 f"nono could not start the {role} ({command}): {error}"
             ) from error
         finally:
             self.proxies.drain(role)
         # The worker itself never exits 124: that is nono-py's status for its own timeout.
-        if result.exit_code == NONO_TIMED_OUT:
+        if exit_code == NONO_TIMED_OUT:
             raise ToolRunError(f"the {role}'s tool process timed out after {limit}s")
-        return output.data, result.exit_code
+        return output.data, exit_code
 
     def read_while_held(self, role: Role, *, baseline: bool = True) -> HeldReading:
         """The role's process as the host's /proc shows it, while it waits to be released."""
@@ -363,6 +337,7 @@ class NonoLayer(ConfinementLayer):
             self._stage_filter()
         except LibseccompError as error:
             raise LayerUnavailable(str(error), "apt-get install libseccomp2") from error
+        self.launchers.start()
         self._start_proxies()
         # The machine's part only: one tool process under the shipped evaluator profile.
         # What this run's own profiles do is for the checks to show, each on its own line.
@@ -408,4 +383,5 @@ class NonoLayer(ConfinementLayer):
         return NonoChecks(self.run, self)
 
     def close(self) -> None:
+        self.launchers.close()
         self.proxies.close()

@@ -18,13 +18,9 @@ The controller speaks to it over stdin and stdout, one JSON object a line each w
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import hashlib
-import importlib.machinery
-import importlib.util
 import json
 import os
-import signal
 import socket
 import sys
 import threading
@@ -34,6 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
+from app.tools.nono.extension import nono_extension
 from app.tools.nono.front import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
@@ -54,6 +51,7 @@ from app.tools.nono.front import (
     response_status,
     upstream_request,
 )
+from app.tools.nono.side_process import tie_to_controller
 
 if TYPE_CHECKING:
     from nono_py import ProxyHandle
@@ -70,31 +68,6 @@ MAX_COMMAND_BYTES: Final = 64 * 1024
 DRAIN_BATCH: Final = 256
 LOOPBACK: Final = "127.0.0.1"
 BACKLOG: Final = 128
-
-PR_SET_PDEATHSIG: Final = 1
-PR_SET_DUMPABLE: Final = 4
-
-
-def nono_extension() -> ModuleType:
-    """nono-py's compiled extension, alone.
-
-    NOTE: importing the nono_py package runs its audit module, which loads pydantic and
-    cryptography (some 0.2 s of CPU); this process needs only the proxy, which the
-    extension holds whole."""
-    spec = importlib.util.find_spec("nono_py")
-    if spec is None or not spec.submodule_search_locations:
-        raise RuntimeError("nono-py is not installed")
-    for directory in spec.submodule_search_locations:
-        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-            path = Path(directory) / f"_nono_py{suffix}"
-            if path.is_file():
-                loader = importlib.machinery.ExtensionFileLoader("nono_py._nono_py", str(path))
-                found = importlib.util.spec_from_loader("nono_py._nono_py", loader)
-                assert found is not None
-                module = importlib.util.module_from_spec(found)
-                loader.exec_module(module)
-                return module
-    raise RuntimeError("nono-py's compiled extension is missing")
 
 
 class _Incomplete(Exception):
@@ -527,18 +500,6 @@ def serve(host: ProxyHost, commands: BinaryIO, replies: BinaryIO) -> None:
     host.stop()
 
 
-def _tie_to(parent: int) -> None:
-    """Dies with the controller, and cannot be read by a process at the same uid."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG)")
-    # The process holds the real key: in the cluster a tool runs at the same uid.
-    if libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_DUMPABLE)")
-    if os.getppid() != parent:
-        raise SystemExit(1)  # the controller is gone already
-
-
 def _reply_channel() -> BinaryIO:
     """The pipe to the controller, which was stdout: stdout itself now goes to stderr, so
     nothing else this process prints can be read as a reply."""
@@ -548,7 +509,7 @@ def _reply_channel() -> BinaryIO:
 
 
 def main(argv: list[str]) -> int:
-    _tie_to(int(argv[1]))
+    tie_to_controller(int(argv[1]))
     replies = _reply_channel()
     serve(ProxyHost(nono_extension()), sys.stdin.buffer, replies)
     return 0

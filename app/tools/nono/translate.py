@@ -1,5 +1,5 @@
 """A role's profile as the launcher applies it: a pure translation of the profile into grants,
-then the one step that makes them a nono-py capability set.
+then the calls that make them a nono-py capability set (made in a launch process: launchers.py).
 
 The file fields keep the meaning nono's profile format gives them: ``read`` and ``allow`` are
 directories (read, read and write), ``read_file`` and ``allow_file`` single files. The network
@@ -91,7 +91,8 @@ def _network(role: str, network: Mapping[str, Any]) -> Network:
 
 
 class Capabilities(Protocol):
-    """What capability_set calls: nono-py's CapabilitySet, or a test's recorder."""
+    """What apply calls: nono-py's CapabilitySet, the launch request's recorder (launchers.py),
+    or a test's."""
 
     def allow_path(self, path: str, mode: nono_py.AccessMode) -> None: ...
 
@@ -118,10 +119,3 @@ def apply(grants: Grants, caps: Capabilities, front_port: int | None = None) -> 
         # (nono-py's proxy_only would grant nono's listener, which tunnels).
         caps.block_network()
         caps.allow_tcp_connect_port(front_port)
-
-
-def capability_set(grants: Grants, front_port: int | None = None) -> nono_py.CapabilitySet:
-    """The grants as nono-py's CapabilitySet."""
-    caps = nono_py.CapabilitySet()
-    apply(grants, caps, front_port)
-    return caps

@@ -1,0 +1,285 @@
+"""The controller's side of the nono launch processes (launch_process.py): a few processes, each
+making one nono-py call at a time, so that calls made at once (CheckLog.at_once) overlap without
+nono-py ever forking the controller itself.
+
+A call takes an idle process, hands it the request and the call's channel, and reads the channel
+meanwhile, as for any tool (app/tools/channel.py): bounded, until the tool's end (the reply
+readable on the process's socket) or a deadline a little past the call's own time limit, which
+nono-py holds. A process that dies, or does not answer in time, is killed and another takes its
+place; the call stops the run (exit 1), naming the role.
+
+The processes are started from a thread of their own that lives until ``close``: each asks to
+die with the thread that started it (PR_SET_PDEATHSIG is tied to that thread, not to the
+controller), and a check's thread ends with its check.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import asdict, dataclass
+from typing import Any, Final
+
+import nono_py
+
+from app.core.decoy_view import DecoyView
+from app.core.repo import REPO_ROOT
+from app.core.results import ToolRunError
+from app.tools.channel import Channel, Output, failure
+from app.tools.execution import UNREAPED_TOOL_CPU
+from app.tools.nono.translate import Grants, apply
+
+# How much longer than the call's own time limit its output is read: only a holder of that
+# limit that failed to end the call is ever waited out.
+READING_MARGIN_SECONDS: Final = 5.0
+# How long a reply may take once the tool has ended: nono-py reaps it and returns at once.
+REPLY_SECONDS: Final = 5.0
+_MAX_REPLY_BYTES: Final = 64 * 1024
+# Each access mode by the name the launch process looks up on nono-py.
+_MODE_NAMES: Final = {
+    nono_py.AccessMode.READ: "READ",
+    nono_py.AccessMode.WRITE: "WRITE",
+    nono_py.AccessMode.READ_WRITE: "READ_WRITE",
+}
+
+
+class LaunchFailed(RuntimeError):
+    """nono-py, in a launch process, raised before the tool ran: a piece of the machine."""
+
+
+class LaunchProcessLost(ToolRunError):
+    """A launch process ended, or stopped answering, during a call: the run stops (exit 1)."""
+
+
+class _Recorder:
+    """translate.py's Capabilities, as the calls a launch process replays on nono-py's set."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[Any]] = []
+
+    def allow_path(self, path: str, mode: nono_py.AccessMode) -> None:
+        self.calls.append(["allow_path", path, _MODE_NAMES[mode]])
+
+    def allow_file(self, path: str, mode: nono_py.AccessMode) -> None:
+        self.calls.append(["allow_file", path, _MODE_NAMES[mode]])
+
+    def block_network(self) -> None:
+        self.calls.append(["block_network"])
+
+    def allow_tcp_connect_port(self, port: int) -> None:
+        self.calls.append(["allow_tcp_connect_port", port])
+
+
+def capability_calls(grants: Grants, front_port: int | None = None) -> list[list[Any]]:
+    """The grants as the capability calls a launch process makes (translate.apply's own)."""
+    recorder = _Recorder()
+    apply(grants, recorder, front_port)
+    return recorder.calls
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """One sandboxed_exec, as its launch process makes it."""
+
+    capabilities: list[list[Any]]
+    command: list[str]
+    cwd: str
+    timeout_secs: float
+    env: list[tuple[str, str]]
+    inherit_env: bool
+    enforcement_mode: str
+    max_file_size_bytes: int | None = None
+    uid: int | None = None
+    gid: int | None = None
+
+    def encoded(self) -> bytes:
+        fields = {key: value for key, value in asdict(self).items() if value is not None}
+        return json.dumps(fields).encode("utf-8")
+
+
+@dataclass(frozen=True)
+class _LaunchProcess:
+    process: subprocess.Popen[bytes]
+    connection: socket.socket
+
+
+class LaunchProcesses:
+    """``count`` launch processes, started on first use (see the module's docstring)."""
+
+    def __init__(self, count: int, view: DecoyView | None) -> None:
+        self._count = count
+        self._view = view
+        # What the starting thread is asked for: a number of processes, or None to end.
+        self._wanted: queue.SimpleQueue[int | None] = queue.SimpleQueue()
+        # Idle processes; a start's failure, put back by each call that takes it.
+        self._idle: queue.SimpleQueue[_LaunchProcess | LaunchFailed] = queue.SimpleQueue()
+        self._all: list[_LaunchProcess] = []
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Starts the processes, without waiting for them to be ready."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._starting, name="nono-launchers")
+            self._thread.daemon = True
+            self._thread.start()
+        self._wanted.put(self._count)
+
+    def _starting(self) -> None:
+        while (count := self._wanted.get()) is not None:
+            for _ in range(count):
+                try:
+                    launcher = self._start_one()
+                except OSError as error:
+                    self._idle.put(LaunchFailed(f"a nono launch process could not start: {error}"))
+                    continue
+                with self._lock:
+                    self._all.append(launcher)
+                self._idle.put(launcher)
+
+    def _start_one(self) -> _LaunchProcess:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        passed = [theirs.fileno()]
+        argv = [sys.executable, "-m", "app.tools.nono.launch_process", str(os.getpid())]
+        argv.append(str(theirs.fileno()))
+        if self._view is not None:
+            passed.append(self._view.namespace_fd)
+            argv.append(str(self._view.namespace_fd))
+        try:
+            process = subprocess.Popen(
+                argv,
+                # The controller's own environment, unchanged: a profile that inherits the
+                # environment inherits the controller's, as it would from nono-py called here.
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                pass_fds=passed,
+                # A Ctrl-C at the terminal is the controller's to handle.
+                start_new_session=True,
+            )
+        finally:
+            theirs.close()
+        return _LaunchProcess(process, ours)
+
+    def _take(self) -> _LaunchProcess:
+        self.start()
+        taken = self._idle.get()
+        if isinstance(taken, LaunchFailed):
+            self._idle.put(taken)  # for every other call waiting: none will start now
+            raise taken
+        return taken
+
+    def call(
+        self,
+        request: LaunchRequest,
+        *,
+        who: str,
+        on_start: Callable[[], None] = lambda: None,
+    ) -> tuple[Output, int]:
+        """Makes ``request`` in an idle launch process; what the tool sent back on its channel
+        and its exit status. Output past the channel's bounds raises its stop once the call has
+        returned, as a timeout does; ``on_start`` runs as the request is sent."""
+        launcher = self._take()
+        channel = Channel()
+        healthy = False
+        try:
+            try:
+                socket.send_fds(launcher.connection, [request.encoded()], [channel.write_fd])
+            except OSError as error:
+                lost = self._lost(launcher)
+                raise LaunchProcessLost(f"{who} could not be started: {lost}") from error
+            on_start()
+            channel.close_write()
+            limit = request.timeout_secs
+            deadline = time.monotonic() + limit + READING_MARGIN_SECONDS
+            output = channel.read(launcher.connection.fileno(), deadline)
+            # Closed before the reply is read: a tool still writing gets EPIPE, and buffers
+            # nothing more.
+            channel.close()
+            reply = self._reply(launcher, who, deadline + REPLY_SECONDS)
+            healthy = True
+        finally:
+            channel.close()
+            if healthy:
+                self._idle.put(launcher)
+            else:
+                self._replace(launcher)
+        if "error" in reply:
+            raise LaunchFailed(f"{reply['error']}: {reply.get('message', '')}")
+        UNREAPED_TOOL_CPU.set(launcher.process.pid, float(reply["children_cpu_seconds"]))
+        failed = failure(who, output, limit)
+        if failed is not None:
+            raise failed
+        return output, int(reply["exit_code"])
+
+    def _reply(self, launcher: _LaunchProcess, who: str, deadline: float) -> dict[str, Any]:
+        launcher.connection.settimeout(max(0.0, deadline - time.monotonic()))
+        try:
+            message = launcher.connection.recv(_MAX_REPLY_BYTES)
+        except TimeoutError:
+            raise LaunchProcessLost(
+                f"{who} outlasted its time limit and nono-py did not end it"
+            ) from None
+        except OSError as error:
+            raise LaunchProcessLost(f"{who}'s launch process failed: {error}") from None
+        if not message:
+            raise LaunchProcessLost(f"{who}'s launch process ended: {self._lost(launcher)}")
+        reply: dict[str, Any] = json.loads(message)
+        return reply
+
+    @staticmethod
+    def _lost(launcher: _LaunchProcess) -> str:
+        # Its socket closes as it exits, a moment before it can be reaped.
+        try:
+            code = launcher.process.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return "it is still running"
+        return f"it ended with status {code}"
+
+    def _replace(self, launcher: _LaunchProcess) -> None:
+        """Ends a launch process that failed a call, and asks for another in its place."""
+        self._end(launcher)
+        self._wanted.put(1)
+
+    def _end(self, launcher: _LaunchProcess) -> None:
+        launcher.connection.close()
+        with suppress(ProcessLookupError):
+            launcher.process.kill()
+        launcher.process.wait()
+        UNREAPED_TOOL_CPU.reaped(launcher.process.pid)
+        with self._lock:
+            if launcher in self._all:
+                self._all.remove(launcher)
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [launcher.process.pid for launcher in self._all]
+
+    def close(self) -> None:
+        """Ends every launch process: its socket closed, it ends at once if idle; one still in
+        a call (a run stopped by a signal) is killed when its starting thread ends."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        self._wanted.put(None)
+        thread.join()
+        with self._lock:
+            launchers, self._all = self._all, []
+        for launcher in launchers:
+            launcher.connection.close()
+        for launcher in launchers:
+            with suppress(ProcessLookupError):
+                launcher.process.kill()
+            launcher.process.wait()
+            UNREAPED_TOOL_CPU.reaped(launcher.process.pid)
