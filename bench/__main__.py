@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from app.controller.phases.evidence import REPORT_PAGE_PHASE
+from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
+from bench.bytecode import byte_compile
 from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
 from bench.startup import startup_and_proxy
 from bench.tool_use import print_tool_use
@@ -216,6 +218,8 @@ def main(argv: list[str] | None = None) -> int:
         help=f"cases at once (default {CONCURRENT_CASES}; 0 skips them)",
     )
     args = parser.parse_args(argv)
+    byte_compile(REPO_ROOT)
+    print("==> this checkout byte-compiled first, as the image ships it (bench/bytecode.py)")
     print_startup(args.repeat)
     print_tool_use()
     print_cases(args.cases)

@@ -6,7 +6,8 @@ then the other's, and one whole case of each layer from each (bench/cases.py, ea
 cgroup); the order alternates from round to round, so that a machine whose speed drifts moves
 both columns alike. Both use this interpreter; each imports its own code (``-m`` from its own
 directory). Prints the medians side by side, and for whole cases the difference against the
-goal: at most 15% over the other checkout's.
+goal: at most 10% over the other checkout's. Both checkouts are byte-compiled first
+(bench/bytecode.py).
 """
 
 from __future__ import annotations
@@ -21,9 +22,10 @@ from typing import Final
 
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
+from bench.bytecode import byte_compile
 from bench.cases import one_case
 
-CASE_GOAL: Final = 0.15
+CASE_GOAL: Final = 0.10
 STARTUP: Final = (
     "import json; from bench.startup import startup_and_proxy; "
     "print(json.dumps(startup_and_proxy({repeat})))"
@@ -71,8 +73,13 @@ def main(argv: list[str] | None = None) -> int:
     if not (other / "bench" / "startup.py").is_file():
         parser.error(f"{other}: not a checkout of this project (no bench/startup.py)")
     roots = {str(other): other, "this checkout": REPO_ROOT}
+    for root in roots.values():
+        byte_compile(root)
     samples = measure(roots, args.rounds, args.repeat)
-    print(f"==> {args.rounds} rounds, the two checkouts in turn; medians")
+    print(
+        f"==> {args.rounds} rounds, the two checkouts in turn, each byte-compiled first "
+        "(bench/bytecode.py); medians"
+    )
     print(f"  {'':28}{str(other)[-22:]:>22}  {'this checkout':>14}  difference")
     for figure in samples["this checkout"]:
         theirs = statistics.median(samples[str(other)][figure])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -30,6 +31,7 @@ from app.tools import catalogue as common_checks
 from app.tools.attacks import ATTACKS, OK
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
+TEMPLATE_BYTECODE: Final = TEMPLATES / "__pycache__"
 CONTROL: Final = "control"
 
 
@@ -42,11 +44,16 @@ class ReportInputs:
 
 @cache
 def environment() -> Any:
+    """The page's templates; their compiled form is kept beside them (template_bytecode.py),
+    written when the interpreter writes its own bytecode."""
     # Imported here: only the report page needs Jinja2.
     import jinja2
 
+    from app.controller.template_bytecode import TemplateBytecode
+
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
+        bytecode_cache=TemplateBytecode(TEMPLATE_BYTECODE, write=not sys.dont_write_bytecode),
         autoescape=True,
         # Every value a template prints, before it is HTML-escaped: bidirectional controls and
         # invisible characters would reorder or hide what the page says.
@@ -66,7 +73,8 @@ def _escaped_value(value: Any) -> Any:
 
 
 def compile_templates() -> None:
-    """Compiles every template ahead of the first render (app/controller/report_templates.py)."""
+    """Compiles (or loads the compiled form of) every template ahead of the first render
+    (app/controller/report_templates.py)."""
     templates = environment()
     for name in templates.list_templates(extensions=["j2"]):
         templates.get_template(name)
