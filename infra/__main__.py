@@ -70,6 +70,8 @@ cluster = ClusterAccess(
             vpc_id=config.vpc_id,
             subnet_ids=config.subnet_ids,
         ),
+        egress_policy=config.egress_policy,
+        cluster_dns_address=config.cluster_dns_address,
     ),
     aws_provider,
 )
@@ -125,6 +127,7 @@ if config.egress_policy:
         "egress",
         egress,
         bucket_name=store.bucket_name,
+        resolver=cluster.dns_address,
         provider=cluster.provider,
         opts=pulumi.ResourceOptions(depends_on=[workspace]),
     ).gate
@@ -181,6 +184,8 @@ jobs = AnalystJobs(
 )
 
 pulumi.export("clusterName", cluster.cluster_name)
+if config.egress_policy:
+    pulumi.export("clusterDnsAddress", cluster.dns_address)
 pulumi.export("namespace", workspace.namespace)
 pulumi.export("bucket", store.bucket_name)
 pulumi.export(

@@ -34,6 +34,8 @@ class ClusterFacts:
     version: str
     auto_mode: bool
     pod_identity_agent: bool
+    # The stack asks for egressPolicy, which only Auto Mode's node agent enforces.
+    egress_policy: bool = False
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,13 @@ def cluster_problems(facts: ClusterFacts) -> list[str]:
             "it has neither EKS Auto Mode compute nor the eks-pod-identity-agent add-on, so the"
             " Jobs' pods would get no AWS credentials: aws eks create-addon --region"
             f" {facts.region} --cluster-name {facts.name} --addon-name {POD_IDENTITY_AGENT}"
+        )
+    if facts.egress_policy and not facts.auto_mode:
+        problems.append(
+            "egressPolicy is true but the cluster is not EKS Auto Mode, whose node agent is what"
+            " enforces the ApplicationNetworkPolicy (networking.k8s.aws) the stack bounds egress"
+            " with (https://docs.aws.amazon.com/eks/latest/userguide/auto-net-pol.html): set"
+            " egressPolicy false, or use an Auto Mode cluster"
         )
     return problems
 

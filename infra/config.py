@@ -6,6 +6,7 @@ so the CLI shows it, and a test fails when the two disagree.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from enum import StrEnum
 from pathlib import Path
@@ -96,6 +97,7 @@ class StackConfig(BaseModel):
     node_app_armor: bool = Field(False, alias="nodeAppArmor")
     cluster_addons: ClusterAddons = Field(ClusterAddons.EXISTING, alias="clusterAddons")
     egress_policy: bool = Field(False, alias="egressPolicy")
+    cluster_dns_address: str = Field("", alias="clusterDnsAddress")
     image_mode: ImageMode = Field(ImageMode.BUILD, alias="imageMode")
     analyst_image: str = Field("", alias="analystImage")
     supplier_image: str = Field("", alias="supplierImage")
@@ -183,6 +185,16 @@ class StackConfig(BaseModel):
     def _aws_role_arn(cls, value: str) -> str:
         if value and not _ROLE_ARN.fullmatch(value):
             raise ValueError("must be an IAM role ARN, arn:<partition>:iam::<account>:role/<name>")
+        return value
+
+    @field_validator("cluster_dns_address")
+    @classmethod
+    def _cluster_dns_address(cls, value: str) -> str:
+        if value:
+            try:
+                ipaddress.ip_address(value)
+            except ValueError:
+                raise ValueError("must be an IPv4 or IPv6 address, e.g. 172.20.0.10") from None
         return value
 
     @field_validator("vpc_id")

@@ -3,8 +3,19 @@
 EKS Auto Mode enforces network policies on the node, outside the pod and its sandbox guest, and
 accepts, besides Kubernetes' NetworkPolicy, its ApplicationNetworkPolicy (networking.k8s.aws/
 v1alpha1), whose egress peers may be domain names. Each analyst pod gets one: egress to the
-cluster's DNS, the Pod Identity agent, S3 (the stack's bucket), STS and Bedrock runtime of the
-stack's Region by name on 443, and the supplier API's pods on their port; no ingress. The supplier
+cluster's DNS resolver by address, the Pod Identity agent (IPv4 and IPv6), S3 (the stack's
+bucket), STS and Bedrock runtime of the stack's Region by name on 443, and the supplier API's pods
+on their port; no ingress.
+
+DNS is allowed by the resolver's address, never by a kube-dns pod selector: on Auto Mode CoreDNS
+runs on the node, not as a pod in kube-system, so a selector matches nothing and every name
+(STS, S3, Bedrock, the supplier's Service) stops resolving
+(https://github.com/aws/containers-roadmap/issues/2552; the same fix, found on a real Auto Mode
+cluster: https://github.com/archestra-ai/archestra/pull/5538). The address is the one the
+kubelet writes into each pod's /etc/resolv.conf: the 10th address of the cluster's service CIDR,
+as EKS's node bootstrap computes it (`DNS_CLUSTER_IP=${SERVICE_IPV4_CIDR%.*}.10`,
+awslabs/amazon-eks-ami files/bootstrap.sh, and `${SERVICE_IPV6_CIDR%/*}a` for IPv6), unless the
+stack names another (clusterDnsAddress, e.g. a node-local cache). The supplier
 API's pods accept ingress from the analyst pods only, on their port (a NetworkPolicy). The
 shape follows the CRD AWS publishes (infra/schemas/, vendored with its source); the prerequisites
 (the network policy controller switched on, a NodeClass with network policy) come from
@@ -17,6 +28,7 @@ out or be refused while STS and the supplier answer.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -30,12 +42,15 @@ CRD_SCHEMA: Final = "networking.k8s.aws_applicationnetworkpolicies.yaml"
 ANALYST_POLICY: Final = "analyst-egress"
 SUPPLIER_POLICY: Final = "supplier-api-ingress"
 
+# The agent listens on both addresses; an IPv6 cluster's SDKs call the second.
+# https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html
 POD_IDENTITY_AGENT: Final = "169.254.170.23/32"
+POD_IDENTITY_AGENT_V6: Final = "fd00:ec2::23/128"
 POD_IDENTITY_PORT: Final = 80
 HTTPS: Final = 443
 DNS_PORT: Final = 53
-# CoreDNS, which EKS runs in kube-system with this label.
-CLUSTER_DNS: Final = {"k8s-app": "kube-dns"}
+# The resolver is the service CIDR's address of this index (see the module's docstring).
+CLUSTER_DNS_INDEX: Final = 10
 # The Region's endpoints the controller calls: STS (its identity check) and Bedrock runtime
 # (the model turn); S3 by the bucket's own virtual-hosted name (infra/egress.bucket_host).
 AWS_SERVICES: Final = ("sts", "bedrock-runtime")
@@ -49,12 +64,26 @@ PUBLIC_ADDRESS: Final = "1.1.1.1"
 VPC_CNI_CONFIGMAP: Final = ("kube-system", "amazon-vpc-cni")
 NETWORK_POLICY_FLAG: Final = "enable-network-policy-controller"
 NODE_CLASS_API: Final = "eks.amazonaws.com/v1"
+NETWORK_POLICY_GUIDE: Final = "https://docs.aws.amazon.com/eks/latest/userguide/auto-net-pol.html"
+NODE_CLASS_GUIDE: Final = "https://docs.aws.amazon.com/eks/latest/userguide/create-node-class.html"
 # The NodeClass of Auto Mode's built-in node pools, where the analyst pods run.
 NODE_CLASS: Final = "default"
 NODE_CLASS_POLICIES: Final = ("DefaultAllow", "DefaultDeny")
 
 ANALYST_PODS: Final = {env.COMPONENT_LABEL: env.ANALYST_COMPONENT}
 SUPPLIER_PODS: Final = {env.COMPONENT_LABEL: env.SUPPLIER_SERVICE}
+
+
+def cluster_dns_address(service_cidr: str) -> str:
+    """The cluster DNS address the kubelet gives pods, from the cluster's service CIDR."""
+    network = ipaddress.ip_network(service_cidr, strict=False)
+    return str(network.network_address + CLUSTER_DNS_INDEX)
+
+
+def host_cidr(address: str) -> str:
+    """One address as an ipBlock CIDR (/32 or /128)."""
+    parsed = ipaddress.ip_address(address)
+    return f"{parsed}/{parsed.max_prefixlen}"
 
 
 def aws_host(service: str, region: str) -> str:
@@ -75,10 +104,23 @@ def _tcp(port: int) -> dict[str, Any]:
     return {"protocol": "TCP", "port": port}
 
 
+def dns_rule(resolver_cidr: DeployValue) -> dict[str, Any]:
+    """Egress to the cluster's resolver, over UDP and TCP (a truncated answer is retried on
+    TCP)."""
+    return {
+        "to": [{"ipBlock": {"cidr": resolver_cidr}}],
+        "ports": [
+            {"protocol": "UDP", "port": DNS_PORT},
+            {"protocol": "TCP", "port": DNS_PORT},
+        ],
+    }
+
+
 def analyst_egress_policy(
-    namespace: str, region: str, bucket_name_host: DeployValue
+    namespace: str, region: str, bucket_name_host: DeployValue, resolver_cidr: DeployValue
 ) -> dict[str, Any]:
-    """The analyst pods' ApplicationNetworkPolicy: no ingress, and egress only as listed."""
+    """The analyst pods' ApplicationNetworkPolicy: no ingress, and egress only as listed.
+    `resolver_cidr` is the cluster DNS address as a /32 (or /128) block (host_cidr)."""
     names = [bucket_name_host, *(aws_host(service, region) for service in AWS_SERVICES)]
     return {
         "apiVersion": API_VERSION,
@@ -88,22 +130,12 @@ def analyst_egress_policy(
             "podSelector": {"matchLabels": dict(ANALYST_PODS)},
             "policyTypes": ["Ingress", "Egress"],
             "egress": [
+                dns_rule(resolver_cidr),
                 {
                     "to": [
-                        {
-                            "namespaceSelector": {
-                                "matchLabels": {"kubernetes.io/metadata.name": "kube-system"}
-                            },
-                            "podSelector": {"matchLabels": dict(CLUSTER_DNS)},
-                        }
+                        {"ipBlock": {"cidr": POD_IDENTITY_AGENT}},
+                        {"ipBlock": {"cidr": POD_IDENTITY_AGENT_V6}},
                     ],
-                    "ports": [
-                        {"protocol": "UDP", "port": DNS_PORT},
-                        {"protocol": "TCP", "port": DNS_PORT},
-                    ],
-                },
-                {
-                    "to": [{"ipBlock": {"cidr": POD_IDENTITY_AGENT}}],
                     "ports": [_tcp(POD_IDENTITY_PORT)],
                 },
                 {"to": [{"domainNames": names}], "ports": [_tcp(HTTPS)]},
@@ -145,19 +177,29 @@ def prerequisite_problems(
     cluster: str,
     region: str,
 ) -> list[str]:
-    """Each reason the cluster would accept the policies without enforcing them, with its fix."""
+    """Each reason the cluster would accept the policies without enforcing them, one line each:
+    the missing piece and the supported way to enable it. `vpc_cni` is None when the ConfigMap
+    does not exist (the common case: Auto Mode clusters start without it)."""
     problems = []
     namespace, name = VPC_CNI_CONFIGMAP
-    if (vpc_cni or {}).get(NETWORK_POLICY_FLAG) != "true":
+    if vpc_cni is None:
+        problems.append(
+            f"the ConfigMap {namespace}/{name} does not exist, so Auto Mode's network policy "
+            f'controller is off: create it with data {NETWORK_POLICY_FLAG}: "true" '
+            f"(cluster {cluster}, {region}; {NETWORK_POLICY_GUIDE})"
+        )
+    elif vpc_cni.get(NETWORK_POLICY_FLAG) != "true":
         problems.append(
             f'the ConfigMap {namespace}/{name} does not set {NETWORK_POLICY_FLAG}: "true", so '
-            "Auto Mode's network policy controller is off: kubectl apply a ConfigMap of that name "
-            f'with data {NETWORK_POLICY_FLAG}: "true" (cluster {cluster}, {region})'
+            f"Auto Mode's network policy controller is off: set that key in it "
+            f"(cluster {cluster}, {region}; {NETWORK_POLICY_GUIDE})"
         )
     found = (node_class or {}).get("networkPolicy")
     if found not in NODE_CLASS_POLICIES:
         problems.append(
-            f"the NodeClass {NODE_CLASS} has no spec.networkPolicy (found {found!r}), so its nodes "
-            f"enforce no policy: set it to DefaultAllow (kubectl edit nodeclass {NODE_CLASS})"
+            f"the NodeClass {NODE_CLASS} has no spec.networkPolicy (found {found!r}), so its "
+            "nodes enforce no policy: AWS advises against editing the built-in default NodeClass; "
+            "create a NodeClass of your own with spec.networkPolicy DefaultAllow and a NodePool "
+            f"that uses it ({NODE_CLASS_GUIDE})"
         )
     return problems

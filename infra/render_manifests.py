@@ -13,6 +13,7 @@ values: with the deployment's values it is the deployed name.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import re
 import sys
 from dataclasses import dataclass
@@ -24,7 +25,13 @@ import yaml
 from app.core import cluster_env as env
 
 from .config import PROJECT, REPO_ROOT, ConfigError, StackConfig, parse_config
-from .egress import analyst_egress_policy, bucket_host, denied_destinations, supplier_ingress_policy
+from .egress import (
+    analyst_egress_policy,
+    bucket_host,
+    denied_destinations,
+    host_cidr,
+    supplier_ingress_policy,
+)
 from .manifests import (
     ANALYST_SERVICE_ACCOUNT,
     analyst_job,
@@ -54,6 +61,10 @@ class DeployValues:
     supplier_image: str = "procurement-analyst/supplier-api:local"
     bucket: str = "procurement-analyst-bucket"
     role_name: str = "procurement-analyst-role"
+    # The cluster DNS address (the stack's clusterDnsAddress output). EKS picks the service
+    # CIDR 10.100.0.0/16 or 172.20.0.0/16 when none is given (by the VPC's own range), whose DNS
+    # addresses are .10: https://docs.aws.amazon.com/eks/latest/APIReference/API_KubernetesNetworkConfigRequest.html
+    cluster_dns: str = "172.20.0.10"
     # The isolated-sandbox RuntimeClass's scheduling.tolerations, which the stack reads from
     # the cluster for the comparison pods; rendered offline as what they stand for.
     sandbox_tolerations: tuple[dict[str, Any], ...] = (
@@ -119,7 +130,10 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
     if config.egress_policy:
         objects += [
             analyst_egress_policy(
-                namespace, config.region, bucket_host(values.bucket, config.region)
+                namespace,
+                config.region,
+                bucket_host(values.bucket, config.region),
+                host_cidr(config.cluster_dns_address or values.cluster_dns),
             ),
             supplier_ingress_policy(namespace),
         ]
@@ -219,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the analyst IAM role's name (default: %(default)s)",
     )
     parser.add_argument(
+        "--cluster-dns",
+        default=defaults.cluster_dns,
+        type=_address,
+        help="the cluster DNS address the egress policy allows, the stack's clusterDnsAddress "
+        "output (default: %(default)s; the stack's clusterDnsAddress setting wins)",
+    )
+    parser.add_argument(
         "--runtime-target",
         choices=[target.value for target in RuntimeTarget],
         help="render the stack as if its runtimeTarget were this",
@@ -229,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         supplier_image=options.supplier_image,
         bucket=options.bucket,
         role_name=options.role_name,
+        cluster_dns=options.cluster_dns,
     )
     overrides = {"runtimeTarget": options.runtime_target} if options.runtime_target else {}
     out: Path = options.out
@@ -259,6 +281,13 @@ def _stack(name: str) -> str:
     raise argparse.ArgumentTypeError(
         f"no stack {name!r}: there is no Pulumi.{name}.yaml; the stacks here: {', '.join(stacks)}"
     )
+
+
+def _address(text: str) -> str:
+    try:
+        return str(ipaddress.ip_address(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an IPv4 or IPv6 address") from None
 
 
 def _refuse(message: str) -> int:

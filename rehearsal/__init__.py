@@ -27,8 +27,9 @@ it would start the container differently than the kubelet would, refused by name
   container, init containers included, but those `eks.amazonaws.com/skip-containers` lists) and
   its agent's credentials endpoint, with the role's trust policy, in the one shape the program
   renders (app/core/iam_policy.py), evaluated for the pod.
-- Services by ClusterIP and cluster DNS name (/etc/hosts), and the analyst pods'
-  ApplicationNetworkPolicy as nftables rules on the pods' network namespace.
+- Services by ClusterIP and cluster DNS name, through a resolver at the cluster DNS address that
+  each pod's /etc/resolv.conf names (kubelet pkg/kubelet/network/dns/dns.go), and the analyst
+  pods' ApplicationNetworkPolicy as nftables rules on the pods' network namespace.
 - The Security Profiles Operator's one effect a pod sees: each SeccompProfile's spec on the node.
 - Its own verdicts on what ran: the Job's stored checks by id, where the report landed, what the
   Pod Identity agent served, the filters counted, and, on a failure, the pod-spec field it points
@@ -38,7 +39,7 @@ What it deliberately does not reproduce, and says so in its output: the Nitro VM
 on this machine's kernel), scheduling (affinity, tolerations, node selection), the API server and
 admission beyond the Pod Identity webhook, image pulls (the checkout stands in for the images),
 `hostUsers: false` (no user namespace per pod), per-pod network namespaces (one is shared; the
-supplier's ingress policy is therefore not applied), the cluster DNS server, Bedrock (the offline
+supplier's ingress policy is therefore not applied), CoreDNS itself, Bedrock (the offline
 model), any AWS service but moto's S3, IAM and STS, and every field the stack's objects do not
 set: `valueFrom` and `subPath` (refused), `supplementalGroups`, AppArmor, resources (printed).
 """

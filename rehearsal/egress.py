@@ -4,11 +4,12 @@ nftables, so the Job's own egress check runs here as it does in the cluster.
 In the cluster the node enforces the policy for the analyst pods alone; here every pod shares one
 network namespace, so the rules apply to all of them (nothing else starts a connection but the
 rehearsal's readiness probe, on loopback). Each rule becomes what it means for this namespace:
-an ipBlock is its CIDR; a podSelector is the ClusterIPs of the Services routing to the pods it
-selects (a Service's address stands in for its pods'); a peer outside the namespace (the cluster
-DNS) or a domain name (S3, STS, Bedrock) has no address here, and is printed as such: names come
-from /etc/hosts, and the rehearsal's AWS is moto on the pod's loopback, which no network policy
-governs in a cluster either. Everything else is dropped, as the node drops it.
+an ipBlock is its CIDR (the cluster DNS address among them: the rehearsal's resolver listens
+there, so without that rule no name resolves); a podSelector is the ClusterIPs of the Services
+routing to the pods it selects (a Service's address stands in for its pods'); a peer of another
+namespace or a domain name (S3, STS, Bedrock) has no address here, and is printed as such: the
+rehearsal's AWS is moto on the pod's loopback, which no network policy governs in a cluster
+either. Everything else is dropped, as the node drops it.
 
 The destinations the Job must fail to reach (EGRESS_DENIED) are given addresses of this namespace
 and a listener each, so without the rules the same connection would be accepted: the rules, not
@@ -47,9 +48,9 @@ class EgressStandIn:
     listeners: list[socket.socket] = field(default_factory=list)
 
     @property
-    def hosts(self) -> list[tuple[str, str]]:
-        """/etc/hosts lines for the denied names (an address needs none)."""
-        return [(address, host) for host, address in self.addresses.items() if host != address]
+    def records(self) -> dict[str, str]:
+        """What the resolver answers for the denied names (an address needs no name)."""
+        return {host: address for host, address in self.addresses.items() if host != address}
 
     def script(self) -> str:
         body = "\n".join(f"    {rule}" for rule in self.rules)
@@ -100,6 +101,15 @@ def _service_ips(
     return [a.cluster_ip for a in services if a.name in routed]
 
 
+def _by_family(targets: list[str]) -> list[tuple[str, list[str]]]:
+    """The targets split into nftables' `ip` and `ip6` matches (one set cannot mix them)."""
+    split: dict[str, list[str]] = {"ip": [], "ip6": []}
+    for target in targets:
+        version = ipaddress.ip_network(target, strict=False).version
+        split["ip6" if version == 6 else "ip"].append(target)
+    return [(family, selected) for family, selected in split.items() if selected]
+
+
 def _ports(rule: Mapping[str, Any]) -> list[str]:
     return [f"{p['protocol'].lower()} dport {p['port']}" for p in rule.get("ports", [])]
 
@@ -133,14 +143,13 @@ def plan(
                 )
                 continue
             elif "namespaceSelector" in peer:
-                notes.append(
-                    f"{at}: no pod of another namespace runs here (cluster DNS: /etc/hosts)"
-                )
+                notes.append(f"{at}: no pod of another namespace runs here")
                 continue
             else:
                 targets = _service_ips(peer.get("podSelector") or {}, stack, services)
-            for port in _ports(rule):
-                rules.append(f"ip daddr {{ {', '.join(targets)} }} {port} accept")
+            for family, selected in _by_family(targets):
+                for port in _ports(rule):
+                    rules.append(f"{family} daddr {{ {', '.join(selected)} }} {port} accept")
     return EgressStandIn(denied, addresses, rules, notes)
 
 

@@ -60,6 +60,7 @@ class PodContext:
     volumes: PodVolumes
     services: list[ServiceAddress]
     hosts_file: Path
+    resolv_conf: Path
     stand_ins: list[dict[str, Any]]
     directory: Path
     seccomp: dict[str, SeccompChoice]  # by the container's field path
@@ -161,7 +162,11 @@ def plan(pod: PodContext, container: dict[str, Any], where: str) -> ContainerRun
         "proc_readonly": [] if unmasked else list(READONLY_PATHS),
         "masked": [] if unmasked else list(MASKED_PATHS),
         "stand_ins": [{**s, "readonly": not granted.privileged} for s in pod.stand_ins],
-        "files": [{"source": str(pod.hosts_file), "target": "/etc/hosts", "readonly": False}],
+        # Both files as the kubelet and containerd give them, writable as there.
+        "files": [
+            {"source": str(pod.hosts_file), "target": "/etc/hosts", "readonly": False},
+            {"source": str(pod.resolv_conf), "target": "/etc/resolv.conf", "readonly": False},
+        ],
         "volumes": mounts,
         "read_only_root": granted.read_only_root,
         "hostname": pod.name[:63],

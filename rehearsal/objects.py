@@ -19,6 +19,7 @@ from infra.config import StackConfig
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
 from infra.render_manifests import DeployValues, stack_config, stack_objects
 
+from .dns import CLUSTER_DNS
 from .image import ANALYST_IMAGE, SUPPLIER_IMAGE
 
 Manifest = dict[str, Any]
@@ -33,6 +34,9 @@ DEPLOY_VALUES: Final = DeployValues(
     supplier_image=SUPPLIER_IMAGE.reference,
     bucket=BUCKET,
     role_name=ROLE_NAME,
+    # The policy's DNS rule is rendered for the rehearsal's resolver, as the stack's is for the
+    # cluster's (infra/egress.py).
+    cluster_dns=CLUSTER_DNS,
 )
 
 

@@ -22,6 +22,7 @@ from infra.pod_specs import USERNS_SYSCTL
 from infra.targets import SANDBOX_RUNTIME_CLASS
 
 from . import kubelet
+from .dns import CLUSTER_DNS, resolv_conf
 from .kubelet import ContainerRun, PodContext
 from .network import ServiceAddress, hosts_file
 from .objects import Manifest, StackUnderRehearsal
@@ -74,8 +75,8 @@ class Kubelet:
     agent: PodIdentityAgent
     added_env: dict[str, str]
     node: Node
-    # /etc/hosts lines beyond the Services' (the egress check's denied names).
-    extra_hosts: list[tuple[str, str]] = field(default_factory=list)
+    # The cluster DNS address every pod's /etc/resolv.conf names (rehearsal/dns.py).
+    resolver: str = CLUSTER_DNS
     background: list[subprocess.Popen[str]] = field(default_factory=list)
 
     def prepare(self, manifest: Manifest, name: str, result: PodResult) -> PodContext:
@@ -96,7 +97,9 @@ class Kubelet:
         directory.mkdir(parents=True)
         volumes = make_volumes(spec, POD_SPEC, directory / "volumes", self.values, tokens)
         hosts = directory / "hosts"
-        hosts.write_text(hosts_file(self.services, name, self.extra_hosts), encoding="utf-8")
+        hosts.write_text(hosts_file(name), encoding="utf-8")
+        resolv = directory / "resolv.conf"
+        resolv.write_text(resolv_conf(self.resolver, self.stack.namespace), encoding="ascii")
         stand_ins = []
         if spec.get("runtimeClassName") == SANDBOX_RUNTIME_CLASS:
             guest = directory / "max_user_namespaces"
@@ -111,6 +114,7 @@ class Kubelet:
             volumes=volumes,
             services=self.services,
             hosts_file=hosts,
+            resolv_conf=resolv,
             stand_ins=stand_ins,
             directory=directory,
             seccomp=result.seccomp,

@@ -11,13 +11,14 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 from infra.targets import RuntimeTarget
 
-from . import egress, namespace
+from . import dns, egress, namespace
 from .aws import RehearsalAws
 from .diagnose import explain
+from .dns import CLUSTER_DNS
 from .image import ensure_image
-from .network import allocate, bring_up
+from .network import allocate, bring_up, service_records
 from .nitro import compare_guests
-from .objects import BUCKET, ROLE_NAME, Manifest, Tweak, render
+from .objects import BUCKET, ROLE_NAME, Manifest, StackUnderRehearsal, Tweak, render
 from .pod_identity import PodIdentityAgent
 from .pods import Kubelet, PodResult, pod_name, service_reaches
 from .seccomp_profiles import KUBELET_SECCOMP_ROOT, prepare_node
@@ -46,8 +47,10 @@ STAND_INS: Final = (
     f"{env.REHEARSAL}={env.REHEARSAL_ON}",
     "the images: this machine's /usr and /etc, the checkout at /opt/analyst, and "
     "requirements-runtime.txt in a virtual environment of /usr/bin/python3 at /usr/local",
-    "cluster DNS and Services: the Services' cluster names in each pod's /etc/hosts, their "
-    "ClusterIPs on the rehearsal network's loopback, one network for every pod",
+    f"cluster DNS and Services: a resolver at the cluster DNS address {CLUSTER_DNS}, named by "
+    "each pod's /etc/resolv.conf as the kubelet writes it, answering the Services' cluster "
+    "names with their ClusterIPs (on the rehearsal network's loopback, one network for every "
+    "pod) and the egress check's denied names with their stand-ins; nothing else resolves",
     "the container runtime's seccomp: each container's profile loaded as runc loads it "
     "(libseccomp, then exec); RuntimeDefault is containerd's default profile as "
     "app/tools/bubblewrap/container_seccomp.py states it",
@@ -100,7 +103,11 @@ def rehearse(options: Options) -> int:
     names = {layer: pod_name(job["metadata"]["name"]) for layer, job in stack.analyst_jobs.items()}
     aws = RehearsalAws(stack, BUCKET, ROLE_NAME, state / "aws", list(names.values()))
     (state / "aws").mkdir()
+    records = service_records(services) | (bounded.records if bounded else {})
+    resolver = dns.Resolver(CLUSTER_DNS, records)
     with ExitStack() as cleanup:
+        resolver.start()
+        cleanup.callback(resolver.stop)
         cleanup.callback(aws.stop)
         aws.start()
         agent = PodIdentityAgent(aws)
@@ -111,7 +118,6 @@ def rehearse(options: Options) -> int:
         cleanup.callback(kubelet.stop)
         if bounded is not None:
             cleanup.callback(egress.close, bounded)
-            kubelet.extra_hosts = bounded.hosts
         print(f"  moto: bucket {aws.bucket}, role {aws.role_arn}, at {aws.endpoint_url}", file=out)
         supplier = kubelet.start_deployment(stack.supplier)
         _pod_header(supplier, out)
@@ -134,6 +140,10 @@ def rehearse(options: Options) -> int:
             return 1
         if bounded is not None and not _bound_egress(bounded, policies[0], out, verdicts):
             return 1
+        supplier_name = service_names_of(stack)
+        if bounded is not None:
+            # Not a stop: the Job then shows what a pod without DNS does.
+            _resolver_answers(supplier_name, verdicts)
         for layer in options.layers:
             job = stack.analyst_jobs.get(layer)
             if job is None:
@@ -145,6 +155,7 @@ def rehearse(options: Options) -> int:
             stored = analyst_verdicts(result, layer, aws, agent, verdicts, added)
             if bounded is not None and stored is not None:
                 egress_verdicts(stored, bounded.denied, verdicts)
+            _resolved_through_the_resolver(resolver, [supplier_name, *records], verdicts)
             filter_counts(result, verdicts)
             for sentence in explain(result) if not result.succeeded else []:
                 verdicts.check(False, f"the failure comes from {sentence}")
@@ -188,6 +199,38 @@ def _bound_egress(
     for note in bounded.notes:
         print(f"  not simulated: {note}", file=out)
     return True
+
+
+def service_names_of(stack: StackUnderRehearsal) -> str:
+    """The supplier Service's cluster DNS name, which the controller calls."""
+    return env.service_host(env.SUPPLIER_SERVICE, stack.namespace)
+
+
+def _resolver_answers(name: str, verdicts: Verdicts) -> bool:
+    """Under the rules, the cluster resolver still answers, over UDP and over TCP: the policy's
+    DNS rule at work (without it, both time out)."""
+    answered = {transport: dns.query(CLUSTER_DNS, name, transport) for transport in ("udp", "tcp")}
+    return verdicts.check(
+        all(answered.values()),
+        f"under the rules, the cluster resolver {CLUSTER_DNS}:{dns.DNS_PORT} answers {name} over "
+        "UDP and TCP (the policy's DNS rule; without it no name resolves)",
+        ", ".join(f"{t}: {a or 'no answer'}" for t, a in answered.items()),
+    )
+
+
+def _resolved_through_the_resolver(
+    resolver: dns.Resolver, expected: list[str], verdicts: Verdicts
+) -> None:
+    """The Job's names were asked of the cluster resolver (nothing else could answer them)."""
+    asked = set(resolver.names_asked())
+    wanted = [name for name in dict.fromkeys(expected) if name.endswith(".svc.cluster.local")
+              or name in resolver.records]  # fmt: skip
+    missing = [name for name in wanted if name not in asked]
+    verdicts.check(
+        not missing and bool(wanted),
+        f"the Job resolved {', '.join(wanted)} through the cluster resolver",
+        f"never asked: {', '.join(missing)}",
+    )
 
 
 def _pod_header(result: PodResult, out: TextIO, *, after: bool = False) -> None:

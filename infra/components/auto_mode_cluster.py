@@ -63,6 +63,8 @@ class AutoModeCluster(pulumi.ComponentResource):
     ca_data: pulumi.Output[str]
     admin_principal_arn: pulumi.Output[str]
     admin_access: aws.eks.AccessPolicyAssociation
+    # The service CIDR EKS chose (none is set here), which places the cluster DNS address.
+    service_cidr: pulumi.Output[str]
 
     def __init__(
         self,
@@ -142,6 +144,10 @@ class AutoModeCluster(pulumi.ComponentResource):
         self.endpoint = cluster.endpoint
         self.ca_data = cluster.certificate_authority.data
         self.admin_principal_arn = entry.principal_arn
+        self.service_cidr = cluster.kubernetes_network_config.apply(
+            # Known once EKS has made the cluster (unknown in a preview).
+            lambda network: str(network.service_ipv4_cidr or "") if network else ""
+        )
         self.register_outputs(
             {
                 "cluster_name": self.cluster_name,

@@ -19,6 +19,7 @@ from ..cluster_checks import (
     require_usable_subnets,
 )
 from ..config import ClusterMode
+from ..egress import cluster_dns_address
 from ..kubeconfig import exec_kubeconfig
 from ..runtime_class_wait import RuntimeClassReadable, dynamic_provider
 from ..targets import SANDBOX_RUNTIME_CLASS, RuntimeTarget
@@ -37,6 +38,18 @@ class ClusterSettings:
     aws_role_arn: str
     # clusterMode create only.
     created: AutoModeSettings
+    # egressPolicy: only Auto Mode enforces the ApplicationNetworkPolicy the stack relies on.
+    egress_policy: bool = False
+    # The cluster DNS address the pods resolve through; empty: derived from the service CIDR.
+    cluster_dns_address: str = ""
+
+
+def _service_cidr(configs: Any) -> str:
+    """The service CIDR EKS reports for the cluster: IPv6's on an IPv6 cluster, else IPv4's."""
+    (network,) = configs
+    if network.ip_family == "ipv6":
+        return str(network.service_ipv6_cidr)
+    return str(network.service_ipv4_cidr)
 
 
 def _tolerations(scheduling: Any) -> list[dict[str, Any]]:
@@ -69,6 +82,8 @@ class ClusterAccess(pulumi.ComponentResource):
 
     cluster_name: pulumi.Output[str]
     cluster_arn: pulumi.Output[str]
+    # The resolver address in each pod's /etc/resolv.conf (infra/egress.py says how it is found).
+    dns_address: pulumi.Output[str]
     provider: k8s.Provider
     runtime_class: k8s.node.v1.RuntimeClass | None
     workload_gate: list[pulumi.Resource]
@@ -111,7 +126,12 @@ class ClusterAccess(pulumi.ComponentResource):
                 auto_mode=auto_mode,
                 # Auto Mode has the agent built in; only another cluster needs the add-on.
                 pod_identity_agent=auto_mode or self._has_pod_identity_agent(),
+                egress_policy=self._config.egress_policy,
             )
+        )
+        self.dns_address = pulumi.Output.from_input(
+            self._config.cluster_dns_address
+            or cluster_dns_address(_service_cidr(found.kubernetes_network_configs))
         )
         self.cluster_name = pulumi.Output.from_input(found.name)
         self.cluster_arn = pulumi.Output.from_input(found.arn)
@@ -155,6 +175,11 @@ class ClusterAccess(pulumi.ComponentResource):
         )
         self.cluster_name = created.cluster_name
         self.cluster_arn = created.cluster_arn
+        self.dns_address = (
+            pulumi.Output.from_input(self._config.cluster_dns_address)
+            if self._config.cluster_dns_address
+            else created.service_cidr.apply(lambda cidr: cluster_dns_address(cidr) if cidr else "")
+        )
         # The provider connects as the deployer, so it waits for the deployer's access entry.
         self.provider = self._create_provider(
             name,

@@ -16,6 +16,7 @@ from ..egress import (
     VPC_CNI_CONFIGMAP,
     analyst_egress_policy,
     bucket_host,
+    host_cidr,
     prerequisite_problems,
     supplier_ingress_policy,
 )
@@ -87,6 +88,7 @@ class EgressPolicies(pulumi.ComponentResource):
         settings: EgressSettings,
         *,
         bucket_name: pulumi.Input[str],
+        resolver: pulumi.Input[str],
         provider: k8s.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -95,7 +97,10 @@ class EgressPolicies(pulumi.ComponentResource):
         host = pulumi.Output.from_input(bucket_name).apply(
             lambda bucket: bucket_host(bucket, settings.region)
         )
-        analyst = analyst_egress_policy(settings.namespace, settings.region, host)
+        resolver_cidr = pulumi.Output.from_input(resolver).apply(
+            lambda address: host_cidr(address) if address else ""
+        )
+        analyst = analyst_egress_policy(settings.namespace, settings.region, host, resolver_cidr)
         created = k8s.apiextensions.CustomResource(
             f"{name}-analyst",
             api_version=analyst["apiVersion"],

@@ -20,9 +20,12 @@ from infra.egress import (
     PUBLIC_ADDRESS,
     analyst_egress_policy,
     bucket_host,
+    cluster_dns_address,
+    host_cidr,
     supplier_ingress_policy,
 )
 from infra.render_manifests import DeployValues, stack_config, stack_objects
+from infra.render_manifests import main as render_main
 from policies.pack import analyst_guard
 from tests.support.policy_runs import stack_violations
 from tests.support.stack_run import REPO_ROOT, StackRun, run_failing, run_stack
@@ -69,7 +72,9 @@ def test_the_rendered_policy_validates_against_the_published_crd() -> None:
 
 
 def test_the_analyst_pods_reach_dns_the_agent_aws_by_name_and_the_supplier_only() -> None:
-    policy = analyst_egress_policy("ns", "eu-west-1", bucket_host("b", "eu-west-1"))
+    policy = analyst_egress_policy(
+        "ns", "eu-west-1", bucket_host("b", "eu-west-1"), host_cidr("172.20.0.10")
+    )
     assert (
         policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]
     )
@@ -81,7 +86,15 @@ def test_the_analyst_pods_reach_dns_the_agent_aws_by_name_and_the_supplier_only(
         [("TCP", 443)],
         [("TCP", env.SUPPLIER_PORT)],
     ]
-    assert rules[1]["to"] == [{"ipBlock": {"cidr": "169.254.170.23/32"}}]
+    # DNS by the resolver's address: on Auto Mode no kube-dns pod exists for a selector to
+    # match (https://github.com/aws/containers-roadmap/issues/2552).
+    assert rules[0]["to"] == [{"ipBlock": {"cidr": "172.20.0.10/32"}}]
+    # The Pod Identity agent on both of its addresses (IPv6 clusters call fd00:ec2::23,
+    # https://docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
+    assert rules[1]["to"] == [
+        {"ipBlock": {"cidr": "169.254.170.23/32"}},
+        {"ipBlock": {"cidr": "fd00:ec2::23/128"}},
+    ]
     assert rules[2]["to"] == [
         {
             "domainNames": [
@@ -113,7 +126,7 @@ def test_the_program_creates_the_rendered_policies_before_any_analyst_pod(
     bounded: StackRun,
 ) -> None:
     anp, ingress = bounded.one(ANP), bounded.one(NETWORK_POLICY)
-    values = DeployValues(bucket=bounded.outputs["bucket"])
+    values = DeployValues(bucket=bounded.outputs["bucket"], cluster_dns="10.100.0.10")
     rendered = stack_objects(stack_config("dev", {"namespace": "procurement-analyst",
                                                   "comparisonPod": True}), values)  # fmt: skip
     for registered, kind in ((anp, "ApplicationNetworkPolicy"), (ingress, "NetworkPolicy")):
@@ -189,3 +202,73 @@ def test_the_pack_refuses_an_analyst_pod_without_its_egress_policy(bounded: Stac
     ), violations
     assert ANALYST_POLICY == "analyst-egress"
     assert analyst_guard.APPLICATION_NETWORK_POLICY == ANP
+
+
+@pytest.mark.parametrize(
+    ("service_cidr", "resolver"),
+    [
+        ("10.100.0.0/16", "10.100.0.10"),
+        ("172.20.0.0/16", "172.20.0.10"),
+        ("192.168.128.0/20", "192.168.128.10"),
+        ("fd12:3456:789a::/108", "fd12:3456:789a::a"),
+    ],
+)
+def test_the_resolver_is_the_tenth_address_of_the_service_cidr(
+    service_cidr: str, resolver: str
+) -> None:
+    # As EKS's node bootstrap sets the kubelet's clusterDNS: DNS_CLUSTER_IP=
+    # ${SERVICE_IPV4_CIDR%.*}.10, and ${SERVICE_IPV6_CIDR%/*}a (awslabs/amazon-eks-ami,
+    # files/bootstrap.sh).
+    assert cluster_dns_address(service_cidr) == resolver
+
+
+@pytest.mark.parametrize(
+    ("world", "settings", "cidr"),
+    [
+        ({}, {}, "10.100.0.10/32"),
+        ({"service_ipv4_cidr": "172.20.0.0/16"}, {}, "172.20.0.10/32"),
+        ({"ip_family": "ipv6"}, {}, "fd12:3456:789a::a/128"),
+        ({}, {"clusterDnsAddress": "169.254.20.10"}, "169.254.20.10/32"),
+    ],
+)
+def test_the_program_allows_dns_to_the_clusters_own_resolver(
+    world: dict[str, Any], settings: dict[str, Any], cidr: str
+) -> None:
+    run = run_stack(world=world, egressPolicy=True, **settings)
+    (dns,) = [
+        rule
+        for rule in run.one(ANP)["inputs"]["spec"]["egress"]
+        if {"protocol": "UDP", "port": 53} in rule["ports"]
+    ]
+    assert dns == {
+        "to": [{"ipBlock": {"cidr": cidr}}],
+        "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+    }
+    assert run.outputs["clusterDnsAddress"] == cidr.rsplit("/", 1)[0]
+
+
+def test_make_manifests_renders_the_dns_rule_for_the_resolver_it_is_given(
+    tmp_path: Path,
+) -> None:
+    def dns_cidr(*args: str) -> str:
+        assert render_main(["--out", str(tmp_path), *args]) == 0
+        policy = yaml.safe_load(
+            (tmp_path / f"applicationnetworkpolicy-{ANALYST_POLICY}.yaml").read_text()
+        )
+        (peer,) = policy["spec"]["egress"][0]["to"]
+        return str(peer["ipBlock"]["cidr"])
+
+    assert dns_cidr() == "172.20.0.10/32"
+    assert dns_cidr("--cluster-dns", "10.100.0.10") == "10.100.0.10/32"
+    with pytest.raises(SystemExit):
+        render_main(["--out", str(tmp_path), "--cluster-dns", "kube-dns"])
+
+
+def test_egress_policy_is_refused_up_front_on_a_cluster_that_is_not_auto_mode() -> None:
+    # Only Auto Mode's node agent enforces an ApplicationNetworkPolicy
+    # (https://docs.aws.amazon.com/eks/latest/userguide/auto-net-pol.html); elsewhere the
+    # policy would be accepted and ignored.
+    world = {"auto_mode": False, "addons": ["eks-pod-identity-agent"]}
+    failure = run_failing(world=world, egressPolicy=True)
+    assert "egressPolicy is true but the cluster is not EKS Auto Mode" in failure.stderr
+    assert run_stack(world=world).one("kubernetes:core/v1:Namespace")

@@ -62,12 +62,19 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "no other user can read it (-r--r----- (0440) owned 0:1000",
         "PASS the controller reaches the supplier API by its Service's cluster DNS name "
         "supplier-api.procurement-analyst-dev.svc.cluster.local over TLS verified against the "
-        "run's CA, whose certificate carries that name (10.96.0.10:8443,",
-        "has no route to the supplier's 10.96.0.10:8443, which the controller reaches: ENETUNREACH",
+        "run's CA, whose certificate carries that name (10.96.0.11:8443,",
+        "has no route to the supplier's 10.96.0.11:8443, which the controller reaches: ENETUNREACH",
         # The pod's egress, bounded by its policy applied with nftables.
         "PASS rehearsal: before the rules, sqs.us-west-2.amazonaws.com:443 (here 198.51.100.1, a "
         "listener of the rehearsal) accepts a connection: only the rules can refuse it",
-        "PASS control: the controller connects to the supplier API's Service (10.96.0.10:8443)",
+        "PASS control: the controller connects to the supplier API's Service (10.96.0.11:8443)",
+        # Names resolve through the cluster resolver, which the policy's DNS rule lets them reach.
+        "nft: ip daddr { 10.96.0.10/32 } udp dport 53 accept",
+        "PASS rehearsal: under the rules, the cluster resolver 10.96.0.10:53 answers "
+        "supplier-api.procurement-analyst-dev.svc.cluster.local over UDP and TCP",
+        "PASS rehearsal: the Job resolved supplier-api.procurement-analyst-dev.svc.cluster.local, "
+        "supplier-api-alias.procurement-analyst-dev.svc.cluster.local, "
+        "sqs.us-west-2.amazonaws.com through the cluster resolver",
         "PASS so the controller cannot reach sqs.us-west-2.amazonaws.com:443, which no rule "
         "names (no answer within 3 s",
         "PASS so the controller cannot reach 1.1.1.1:443, which no rule names (no answer",
@@ -233,3 +240,26 @@ def test_an_egress_policy_that_lets_https_out_fails_the_jobs_check() -> None:
     assert done.returncode == 1
     assert "FAIL so the controller cannot reach sqs.us-west-2.amazonaws.com:443" in done.stdout
     assert "(connected)" in done.stdout
+
+
+def test_an_egress_policy_without_its_dns_rule_fails_the_rehearsal() -> None:
+    # The analyst pods resolve every name through the cluster resolver (on EKS Auto Mode, served
+    # on the node: https://github.com/aws/containers-roadmap/issues/2552), so the policy's DNS
+    # rule is watched: without it the resolver is unreachable and the Job cannot name the
+    # supplier. The passing run above is the control.
+    done = _rehearse(
+        "run", "--layer", "nono", "--no-comparison",
+        "--change", "tests.support.rehearsal_changes:drop_dns_egress",
+    )  # fmt: skip
+    assert done.returncode == 1
+    out = done.stdout
+    assert "nft: ip daddr { 10.96.0.10/32 }" not in out
+    assert (
+        "FAIL rehearsal: under the rules, the cluster resolver 10.96.0.10:53 answers "
+        "supplier-api.procurement-analyst-dev.svc.cluster.local over UDP and TCP"
+    ) in out
+    assert "(udp: no answer, tcp: no answer)" in out
+    assert (
+        "cannot resolve the supplier API host "
+        "supplier-api.procurement-analyst-dev.svc.cluster.local"
+    ) in out

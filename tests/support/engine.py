@@ -59,7 +59,12 @@ class World:
     # subnet id -> (vpc id, availability zone)
     subnets: dict[str, tuple[str, str]] = field(default_factory=dict)
     # Auto Mode's network policy switches: the amazon-vpc-cni ConfigMap's flag, the NodeClass's.
-    network_policy_controller: str = "true"
+    network_policy_controller: str | None = "true"
+    # Whether kube-system/amazon-vpc-cni exists at all (on many clusters it does not).
+    vpc_cni_config_map: bool = True
+    # The service CIDR EKS reports (kubernetesNetworkConfig), and the cluster's IP family.
+    service_ipv4_cidr: str = "10.100.0.0/16"
+    ip_family: str = "ipv4"
     node_class_network_policy: str | None = "DefaultAllow"
     # The isolated-sandbox RuntimeClass's scheduling.tolerations (its nodes' taint).
     sandbox_tolerations: list[dict[str, str]] = field(
@@ -220,6 +225,11 @@ class ProgramMocks(pulumi.runtime.Mocks):
                     "arn": self._arn("eks", f"cluster/{state['name']}", self.region),
                     "endpoint": f"https://{state['name']}.eks.{self.region}.amazonaws.com",
                     "certificateAuthority": {"data": CLUSTER_CA},
+                    "kubernetesNetworkConfig": {
+                        **(state.get("kubernetesNetworkConfig") or {}),
+                        "ipFamily": "ipv4",
+                        "serviceIpv4Cidr": self.world.service_ipv4_cidr,
+                    },
                 }
                 return str(state["name"]), state
             case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
@@ -284,6 +294,17 @@ class ProgramMocks(pulumi.runtime.Mocks):
                     "version": world.cluster_version,
                     "computeConfigs": [
                         {"enabled": world.auto_mode, "nodePools": [], "nodeRoleArn": ""}
+                    ],
+                    "kubernetesNetworkConfigs": [
+                        {
+                            "ipFamily": world.ip_family,
+                            "serviceIpv4Cidr": world.service_ipv4_cidr
+                            if world.ip_family == "ipv4"
+                            else "",
+                            "serviceIpv6Cidr": "fd12:3456:789a::/108"
+                            if world.ip_family == "ipv6"
+                            else "",
+                        }
                     ],
                 }
             case "aws:eks/getAddon:getAddon":

@@ -73,3 +73,14 @@ def open_https_egress(objects: list[Manifest]) -> None:
                     "ports": [{"protocol": "TCP", "port": 443}],
                 }
             )
+
+
+def drop_dns_egress(objects: list[Manifest]) -> None:
+    """The analyst pods' egress policy without its DNS rule (port 53 to the cluster resolver)."""
+    for manifest in objects:
+        if manifest["kind"] == "ApplicationNetworkPolicy":
+            manifest["spec"]["egress"] = [
+                rule
+                for rule in manifest["spec"]["egress"]
+                if all(port["port"] != 53 for port in rule.get("ports", []))
+            ]
