@@ -9,7 +9,6 @@ from app.core import cluster_env as env
 from app.core.roles import Layer
 
 from .pod_specs import (
-    JOB_TTL_SECONDS,
     LAYER_LABEL,
     RUNTIME_DEFAULT,
     DeployValue,
@@ -85,7 +84,6 @@ def comparison_job_spec(
     return {
         "backoffLimit": 0,
         "activeDeadlineSeconds": COMPARISON_DEADLINE_SECONDS,
-        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
         "template": {
             "metadata": {"labels": layer_labels(env.COMPARISON_COMPONENT, layer)},
             "spec": pod,

@@ -53,9 +53,12 @@ RAISE_USERNS_SCRIPT = (
 # Files in a Secret volume: owner root, group fsGroup (the app's gid), readable by that group.
 KEY_FILE_MODE = env.SECRET_FILE_MODE
 
-# Finished Jobs (and their pods, whose log is the check list) stay this long, then the TTL
-# controller removes them; the report stays in S3.
-JOB_TTL_SECONDS = 7 * 24 * 3600
+# A finished Job (and its pod, whose log is the check list) has no ttlSecondsAfterFinished: it
+# stays until the stack replaces it with the next run or destroys it. A TTL would let Kubernetes
+# delete it while Pulumi's state still lists it, and `pulumi refresh` then `up` would create it
+# again: the case re-run, sandbox nodes and a Bedrock turn spent
+# (https://kubernetes.io/docs/concepts/workloads/controllers/ttlafterfinished/: unset, "this Job
+# won't be cleaned up by the TTL controller"). The policy pack refuses a TTL.
 
 # `pulumi up` does not wait for a Job (skipAwait), so nothing else would notice a pod stuck
 # Pending (no sandbox capacity, an image that cannot be pulled) or a model call that hangs. A
@@ -225,7 +228,7 @@ def labels(component: str) -> dict[str, str]:
 
 
 def job_spec(job: JobInputs) -> dict[str, Any]:
-    """The Job spec: one attempt, at most JOB_DEADLINE_SECONDS, kept for JOB_TTL_SECONDS."""
+    """The Job spec: one attempt, at most JOB_DEADLINE_SECONDS, kept while the stack holds it."""
     pod = analyst_pod_spec(job)
     metadata: dict[str, Any] = {"labels": layer_labels(env.ANALYST_COMPONENT, job.layer)}
     inits = [container["name"] for container in pod.get("initContainers", [])]
@@ -235,7 +238,6 @@ def job_spec(job: JobInputs) -> dict[str, Any]:
     return {
         "backoffLimit": 0,
         "activeDeadlineSeconds": JOB_DEADLINE_SECONDS,
-        "ttlSecondsAfterFinished": JOB_TTL_SECONDS,
         "template": {"metadata": metadata, "spec": pod},
     }
 

@@ -38,9 +38,10 @@ class AnalystJobs(pulumi.ComponentResource):
     A Job's spec is built from the stack's settings with only the image, the bucket and the
     role's name as Outputs, so a preview shows (and the policy pack judges) every field of the
     pod while the image is not yet built. Its name ends in a random id whose keeper is the
-    spec's digest (infra/naming.py): any change, back to an earlier spec included, is a new Job
-    beside the old one. The old Job is retained on delete: Pulumi forgets it, and Kubernetes
-    removes it with its pod and log when its TTL runs out. What must exist before a pod starts
+    spec's digest (infra/naming.py): any change, back to an earlier spec included, is a new Job,
+    created before the old one is deleted. A Job has no TTL (infra/pod_specs.py), so nothing
+    but the stack removes it, and a `pulumi refresh` finds every finished Job it lists: refresh
+    and `up` never run a finished case again. What must exist before a pod starts
     (the supplier API, the Pod Identity association, the sandbox RuntimeClass) comes in through
     `opts.depends_on`.
     """
@@ -61,7 +62,7 @@ class AnalystJobs(pulumi.ComponentResource):
         super().__init__("analyst:jobs:AnalystJobs", name, None, opts)
         self._settings = settings
         self._random = pulumi.ResourceOptions(parent=self, provider=random_provider)
-        job_opts = child_options(self, opts, provider, retain_on_delete=True)
+        job_opts = child_options(self, opts, provider)
         self.job_names = {}
         self.comparison_job_names = {}
         for layer in settings.layers:
@@ -152,9 +153,7 @@ class AnalystJobs(pulumi.ComponentResource):
             layer,
             spec,
             resolved,
-            pulumi.ResourceOptions(
-                parent=self, provider=provider, depends_on=[analyst], retain_on_delete=True
-            ),
+            pulumi.ResourceOptions(parent=self, provider=provider, depends_on=[analyst]),
             prefix=COMPARISON_JOB_PREFIX,
             component=env.COMPARISON_COMPONENT,
         )

@@ -47,11 +47,14 @@ def _quantity(text: str) -> float:
 
 
 @pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
-def test_the_job_runs_once_and_cleans_up(default_stack: StackRun, layer: str) -> None:
+def test_the_job_runs_once_and_stays_until_the_stack_removes_it(
+    default_stack: StackRun, layer: str
+) -> None:
     job = _job(default_stack, layer)
     spec = job["inputs"]["spec"]
     assert spec["backoffLimit"] == 0, job["urn"]
-    assert 3600 <= spec["ttlSecondsAfterFinished"] <= 30 * 24 * 3600, job["urn"]
+    # No TTL: only the stack removes a finished Job, so a refresh never finds it gone.
+    assert "ttlSecondsAfterFinished" not in spec, job["urn"]
     assert _pod(job)["restartPolicy"] == "Never", job["urn"]
     assert job["inputs"]["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}, job["urn"]
 

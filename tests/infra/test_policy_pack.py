@@ -34,7 +34,7 @@ def test_the_pack_has_every_policy_the_review_asks_for() -> None:
         "no-service-account-token",
         "no-pod-identity-in-init-containers",
         "no-rehearsal-switch",
-        "jobs-run-once-with-deadline-and-ttl",
+        "jobs-run-once-with-deadline-no-ttl",
         "ecr-scan-on-push",
         "bucket-private-and-encrypted",
         "iam-least-privilege",
@@ -224,9 +224,9 @@ BROKEN_RESOURCES: list[tuple[str, str, Callable[[Resource], None], str]] = [
     ),
     (
         "nono",
-        "no-ttl",
-        set_input(["spec", "ttlSecondsAfterFinished"], DELETE),
-        "ttlSecondsAfterFinished is not set",
+        "a-ttl",
+        set_input(["spec", "ttlSecondsAfterFinished"], 604800),
+        "ttlSecondsAfterFinished is set: Kubernetes would delete the finished Job",
     ),
     (
         "repository",
