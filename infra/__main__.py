@@ -30,12 +30,14 @@ from infra.components.identity import AnalystIdentity, IdentitySettings
 from infra.components.images import Images, ImageSettings
 from infra.components.jobs import AnalystJobs, DeployedInputs
 from infra.components.pki import SecretSettings, SupplierSecrets
+from infra.components.preview_access import PreviewAccess, PreviewAccessSettings
 from infra.components.security_profiles import ProfileSettings, SecurityProfiles
 from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi, SupplierSettings
 from infra.components.workspace import Workspace, WorkspaceSettings
 from infra.config import load_config
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
+from infra.preview_access import preview_reads
 from infra.render_manifests import job_settings
 from infra.targets import needs_security_profiles, pod_security_level
 
@@ -100,6 +102,17 @@ identity = AnalystIdentity(
     cluster_name=cluster.cluster_name,
     cluster_arn=cluster.cluster_arn,
 )
+if config.preview_role_arn:
+    preview = PreviewAccess(
+        "preview-access",
+        PreviewAccessSettings(
+            config.namespace, config.preview_role_arn, tuple(preview_reads(config))
+        ),
+        cluster_name=cluster.cluster_name,
+        aws_provider=aws_provider,
+        kubernetes=cluster.provider,
+    )
+    pulumi.export("previewClusterRole", preview.cluster_role)
 egress = EgressSettings(config.namespace, config.region, config.cluster_name)
 namespace_waits_for: dict[str, pulumi.Input[str]] = {}
 if config.egress_policy:

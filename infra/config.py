@@ -107,6 +107,7 @@ class StackConfig(BaseModel):
     comparison_pod: bool = Field(False, alias="comparisonPod")
     aws_profile: str = Field("", alias="awsProfile")
     aws_role_arn: str = Field("", alias="awsRoleArn")
+    preview_role_arn: str = Field("", alias="previewRoleArn")
     vpc_id: str = Field("", alias="vpcId")
     subnet_ids: tuple[str, ...] = Field((), alias="subnetIds")
 
@@ -180,7 +181,7 @@ class StackConfig(BaseModel):
             raise ValueError(f"must be an AWS CLI profile name matching {_AWS_PROFILE.pattern}")
         return value
 
-    @field_validator("aws_role_arn")
+    @field_validator("aws_role_arn", "preview_role_arn")
     @classmethod
     def _aws_role_arn(cls, value: str) -> str:
         if value and not _ROLE_ARN.fullmatch(value):
