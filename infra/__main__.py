@@ -120,6 +120,7 @@ if config.egress_policy:
         "egress-prerequisites",
         egress,
         cluster.provider,
+        cluster.kubeconfig,
         opts=pulumi.ResourceOptions(depends_on=cluster.workload_gate),
     )
     namespace_waits_for["procurement-analyst/egress-prerequisites"] = prerequisites.checked

@@ -85,6 +85,8 @@ class ClusterAccess(pulumi.ComponentResource):
     # The resolver address in each pod's /etc/resolv.conf (infra/egress.py says how it is found).
     dns_address: pulumi.Output[str]
     provider: k8s.Provider
+    # The provider's kubeconfig (the deploying identity's token command), for direct reads.
+    kubeconfig: pulumi.Output[str]
     runtime_class: k8s.node.v1.RuntimeClass | None
     workload_gate: list[pulumi.Resource]
     # What the sandbox RuntimeClass tolerates (its nodes' taint), for pods placed beside its
@@ -258,6 +260,7 @@ class ClusterAccess(pulumi.ComponentResource):
             )
         )
         self._kubeconfig = kubeconfig
+        self.kubeconfig = kubeconfig
         return k8s.Provider(
             f"{name}-k8s",
             kubeconfig=kubeconfig,

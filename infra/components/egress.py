@@ -9,6 +9,7 @@ from typing import Any, cast
 import pulumi
 import pulumi_kubernetes as k8s
 
+from .. import cluster_reads
 from ..cluster_checks import ClusterNotReady
 from ..egress import (
     NODE_CLASS,
@@ -53,13 +54,15 @@ class EgressPrerequisites(pulumi.ComponentResource):
         name: str,
         settings: EgressSettings,
         provider: k8s.Provider,
+        kubeconfig: pulumi.Input[str],
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:egress:EgressPrerequisites", name, None, opts)
         read = child_options(self, opts, provider)
         namespace, config_map = VPC_CNI_CONFIGMAP
-        vpc_cni = k8s.core.v1.ConfigMap.get(
-            f"{name}-vpc-cni", f"{namespace}/{config_map}", opts=read
+        # Asked of the API server directly: a missing ConfigMap is an answer, not an error.
+        vpc_cni = pulumi.Output.from_input(kubeconfig).apply(
+            lambda config: cluster_reads.read_config_map(config, namespace, config_map)
         )
         # The NodeClass is a custom resource: read through the provider with its spec as the
         # one output asked for.
@@ -70,7 +73,7 @@ class EgressPrerequisites(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions.merge(read, pulumi.ResourceOptions(id=NODE_CLASS)),
         )
         spec = cast("pulumi.Output[Any]", node_class.spec)  # type: ignore[attr-defined]
-        self.checked = pulumi.Output.all(vpc_cni.data, spec).apply(
+        self.checked = pulumi.Output.all(vpc_cni, spec).apply(
             lambda values: _require(values, settings)
         )
         self.register_outputs({"checked": self.checked})

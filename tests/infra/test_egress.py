@@ -167,7 +167,10 @@ def test_the_namespace_waits_for_the_checked_prerequisites(bounded: StackRun) ->
         )
     }
     reads = {r["inputs"]["id"] for r in bounded.resources if r["read"]}
-    assert {"kube-system/amazon-vpc-cni", "default"} <= reads
+    assert "default" in reads
+    assert {"kind": "ConfigMap", "namespace": "kube-system", "name": "amazon-vpc-cni"} in (
+        bounded.program_reads
+    )
 
 
 @pytest.mark.parametrize(
@@ -177,7 +180,19 @@ def test_the_namespace_waits_for_the_checked_prerequisites(bounded: StackRun) ->
             {"network_policy_controller": "false"},
             'kube-system/amazon-vpc-cni does not set enable-network-policy-controller: "true"',
         ),
-        ({"node_class_network_policy": None}, "the NodeClass default has no spec.networkPolicy"),
+        # The common case: Auto Mode clusters start without the ConfigMap; one line naming it
+        # and how to create it, never the engine's bare "does not exist".
+        (
+            {"vpc_cni_config_map": False},
+            "the ConfigMap kube-system/amazon-vpc-cni does not exist, so Auto Mode's network "
+            "policy controller is off: create it with data "
+            'enable-network-policy-controller: "true"',
+        ),
+        (
+            {"node_class_network_policy": None},
+            "AWS advises against editing the built-in default NodeClass; create a NodeClass of "
+            "your own with spec.networkPolicy DefaultAllow",
+        ),
     ],
 )
 def test_a_cluster_that_would_not_enforce_the_policy_stops_the_program(

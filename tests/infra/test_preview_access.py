@@ -36,6 +36,8 @@ def _reads(run: StackRun) -> list[tuple[str, str, str]]:
         group = "" if group == "core" else group
         name = resource["inputs"]["id"].rsplit("/", 1)[-1]
         found.append((group, PLURALS[kind], name))
+    # And what it asked the API server itself (a ConfigMap that may not exist).
+    found += [("", PLURALS[read["kind"]], read["name"]) for read in run.program_reads]
     return found
 
 

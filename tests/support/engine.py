@@ -263,10 +263,6 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 "handler": "mock-sandbox",
                 "scheduling": {"tolerations": self.world.sandbox_tolerations},
             }
-        if type_ == "kubernetes:core/v1:ConfigMap" and object_id == "kube-system/amazon-vpc-cni":
-            return {
-                "data": {"enable-network-policy-controller": self.world.network_policy_controller}
-            }
         if type_ == "kubernetes:eks.amazonaws.com/v1:NodeClass":
             policy = self.world.node_class_network_policy
             return {"spec": {"role": "node-role"} | ({"networkPolicy": policy} if policy else {})}
@@ -405,6 +401,7 @@ def run_program(
         logger=logger,
         organization=organization,
     )
+    program_reads = _fake_cluster_reads(world or World())
     program = PROJECT_FILE.parent / project["main"] / "__main__.py"
     try:
         _sync_await(run_pulumi_func(lambda: _run(str(program))))
@@ -418,7 +415,27 @@ def run_program(
         "invokes": monitor.invokes,
         "outputs": outputs,
         "logs": logs.lines,
+        "program_reads": program_reads,
     }
+
+
+def _fake_cluster_reads(world: World) -> list[dict[str, str]]:
+    """The program's direct reads (infra/cluster_reads.py) answered from `world`, as the Pulumi
+    mocks answer the providers; each read is recorded."""
+    from infra import cluster_reads
+
+    reads: list[dict[str, str]] = []
+
+    def read_config_map(kubeconfig: str, namespace: str, name: str) -> dict[str, str] | None:
+        assert json.loads(kubeconfig)["users"], "the provider's own kubeconfig"
+        reads.append({"kind": "ConfigMap", "namespace": namespace, "name": name})
+        if name != "amazon-vpc-cni" or not world.vpc_cni_config_map:
+            return None
+        flag = world.network_policy_controller
+        return {} if flag is None else {"enable-network-policy-controller": flag}
+
+    cluster_reads.read_config_map = read_config_map
+    return reads
 
 
 class ProgramFailed(Exception):

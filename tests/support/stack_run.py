@@ -29,6 +29,8 @@ class StackRun:
     invokes: list[dict[str, Any]]
     outputs: dict[str, Any]
     logs: list[dict[str, str]]
+    # Reads the program made itself, not through the engine (infra/cluster_reads.py).
+    program_reads: list[dict[str, str]]
 
     def of_type(self, type_: str) -> list[dict[str, Any]]:
         return [r for r in self.resources if r["type"] == type_]
@@ -82,7 +84,13 @@ def _run_cached(
     if completed.returncode != 0:
         return Failure(completed.returncode, completed.stderr)
     result = json.loads(completed.stdout)
-    return StackRun(result["resources"], result["invokes"], result["outputs"], result["logs"])
+    return StackRun(
+        result["resources"],
+        result["invokes"],
+        result["outputs"],
+        result["logs"],
+        result["program_reads"],
+    )
 
 
 def _key(config: dict[str, Any]) -> str:
