@@ -39,6 +39,7 @@ from infra.config import load_config
 from infra.manifests import ANALYST_SERVICE_ACCOUNT
 from infra.preview_access import preview_reads
 from infra.render_manifests import job_settings
+from infra.tags import default_tags
 from infra.targets import needs_security_profiles, pod_security_level
 
 config = load_config()
@@ -52,6 +53,9 @@ aws_provider = aws.Provider(
     assume_roles=[aws.ProviderAssumeRoleArgs(role_arn=config.aws_role_arn)]
     if config.aws_role_arn
     else None,
+    default_tags=aws.ProviderDefaultTagsArgs(
+        tags=default_tags(pulumi.get_project(), pulumi.get_stack(), config.owner)
+    ),
 )
 docker_provider = docker_build.Provider("docker-build")
 tls_provider = tls.Provider("tls")
@@ -82,6 +86,7 @@ images = Images(
     ImageSettings(config.image_mode, config.analyst_image, config.supplier_image),
     aws_provider,
     docker_provider,
+    random_provider,
 )
 store = CaseStore(
     "store",

@@ -108,6 +108,7 @@ class StackConfig(BaseModel):
     aws_profile: str = Field("", alias="awsProfile")
     aws_role_arn: str = Field("", alias="awsRoleArn")
     preview_role_arn: str = Field("", alias="previewRoleArn")
+    owner: str = ""
     vpc_id: str = Field("", alias="vpcId")
     subnet_ids: tuple[str, ...] = Field((), alias="subnetIds")
 
@@ -196,6 +197,17 @@ class StackConfig(BaseModel):
                 ipaddress.ip_address(value)
             except ValueError:
                 raise ValueError("must be an IPv4 or IPv6 address, e.g. 172.20.0.10") from None
+        return value
+
+    @field_validator("owner")
+    @classmethod
+    def _owner(cls, value: str) -> str:
+        # An AWS tag value: at most 256 characters of letters, digits, spaces and + - = . _ : / @
+        # https://docs.aws.amazon.com/tag-editor/latest/userguide/best-practices-and-strats.html
+        if not re.fullmatch(r"[\w\s+=.:/@-]{0,256}", value):
+            raise ValueError(
+                "must be an AWS tag value: letters, digits, spaces and + - = . _ : / @"
+            )
         return value
 
     @field_validator("vpc_id")

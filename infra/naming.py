@@ -42,18 +42,30 @@ def slug(name: str, what: str = "name") -> str:
     return shaped if shaped == name else f"{shaped}-{_digest(name, 6)}"
 
 
-def ecr_repository_name(organization: str, project: str, stack: str, image: str) -> str:
-    """`<project>/<organization>/<stack>/<image>`, each part a slug, within ECR's rule.
+# The stack instance's random id (pulumi-random's RandomId in the stack's own state): 4 bytes.
+INSTANCE_BYTES = 4
+
+
+def ecr_repository_name(
+    organization: str, project: str, stack: str, image: str, instance: str
+) -> str:
+    """`<project>/<organization>/<stack>-<instance>/<image>`, each part a slug, within ECR's rule.
 
     ECR names are unique per account and Region: the same stack name of another project, or of
-    the same project in another organization or fork, must not collide (the bucket and roles
-    have random suffixes; a repository is named, so its name carries all three). A name past
+    the same project in another organization or fork, must not collide, and neither must two
+    people's `dev` stacks on self-managed backends (S3, a file), where every stack's
+    organization is `organization` (https://www.pulumi.com/docs/iac/concepts/state-and-backends/
+    #scoping-diy-backend). So the stack part carries `instance`, a random id drawn once into the
+    stack's own state (the bucket and roles have random suffixes of their own). A name past
     ECR's length keeps its project and image and puts one digest of the rest in between.
     """
-    parts = [slug(project, "project"), slug(organization, "organization"), slug(stack, "stack")]
+    if not re.fullmatch(r"[0-9a-f]{1,16}", instance):
+        raise ValueError(f"stack instance id {instance!r} is not a short hex string")
+    stack_part = f"{slug(stack, 'stack')}-{instance}"
+    parts = [slug(project, "project"), slug(organization, "organization"), stack_part]
     name = "/".join([*parts, image])
     if len(name) > ECR_NAME_MAX:
-        name = f"{parts[0][:100]}/{_digest(f'{organization}/{stack}', 16)}/{image}"
+        name = f"{parts[0][:100]}/{_digest(f'{organization}/{stack}/{instance}', 16)}/{image}"
     if not ECR_NAME.fullmatch(name):
         raise ValueError(f"ECR repository name {name!r} is not valid (stack {stack!r})")
     return name

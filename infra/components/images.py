@@ -20,12 +20,13 @@ from pathlib import Path
 import pulumi
 import pulumi_aws as aws
 import pulumi_docker_build as docker_build
+import pulumi_random as random
 
 from app.core.pins import bubblewrap_build_args
 
 from ..build_context import context_files, source_digest
 from ..config import REPO_ROOT, ImageMode
-from ..naming import ecr_repository_name
+from ..naming import INSTANCE_BYTES, ecr_repository_name
 
 # The sandbox nodes are x86_64.
 PLATFORM = docker_build.Platform.LINUX_AMD64
@@ -59,13 +60,24 @@ class Images(pulumi.ComponentResource):
         settings: ImageSettings,
         aws_provider: aws.Provider,
         docker_provider: docker_build.Provider,
+        random_provider: random.Provider,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:images:Images", name, None, opts)
         self._aws_provider = aws_provider
         self._docker_provider = docker_provider
         # The repositories exist in both modes, so prebuilt images can be pushed to them by CI.
-        repositories = {image: self._create_repository(name, image) for image in DOCKERFILES}
+        # Drawn once into this stack's state: what tells two same-named stacks of one account
+        # apart when their backends give them the same organization (infra/naming.py).
+        instance = random.RandomId(
+            f"{name}-stack-instance",
+            byte_length=INSTANCE_BYTES,
+            keepers={"stack": pulumi.get_stack()},
+            opts=pulumi.ResourceOptions(parent=self, provider=random_provider),
+        ).hex
+        repositories = {
+            image: self._create_repository(name, image, instance) for image in DOCKERFILES
+        }
         self.repository_urls = pulumi.Output.all(
             **{image: repo.repository_url for image, repo in repositories.items()}
         )
@@ -83,11 +95,18 @@ class Images(pulumi.ComponentResource):
             }
         )
 
-    def _create_repository(self, name: str, image: str) -> aws.ecr.Repository:
+    def _create_repository(
+        self, name: str, image: str, instance: pulumi.Output[str]
+    ) -> aws.ecr.Repository:
+        organization, project, stack = (
+            pulumi.get_organization(),
+            pulumi.get_project(),
+            pulumi.get_stack(),
+        )
         return aws.ecr.Repository(
             f"{name}-{image}",
-            name=ecr_repository_name(
-                pulumi.get_organization(), pulumi.get_project(), pulumi.get_stack(), image
+            name=instance.apply(
+                lambda drawn: ecr_repository_name(organization, project, stack, image, drawn)
             ),
             image_tag_mutability="IMMUTABLE",
             image_scanning_configuration=aws.ecr.RepositoryImageScanningConfigurationArgs(

@@ -78,7 +78,8 @@ def test_images_are_pushed_by_digest_without_a_tag(default_stack: StackRun) -> N
 def test_every_pod_runs_its_image_by_digest(default_stack: StackRun) -> None:
     digest = r"@sha256:[0-9a-f]{64}"
     repository = (
-        "123456789012.dkr.ecr.us-west-2.amazonaws.com/procurement-analyst/organization/dev/"
+        "123456789012.dkr.ecr.us-west-2.amazonaws.com/procurement-analyst/organization/"
+        f"dev-{INSTANCE}/"
     )
     assert re.fullmatch(
         re.escape(repository + "analyst") + digest, default_stack.outputs["analystImage"]
@@ -363,22 +364,26 @@ def test_every_job_has_a_deadline(default_stack: StackRun, layer: str) -> None:
     assert 600 <= deadline <= 3600
 
 
-# --- 9: ECR names unique per organization, project and stack --------------------------------
+# --- 9: ECR names unique per organization, project, stack and stack instance ---------------
+
+# The mock engine's draw for the stack instance id (tests/support/engine.py, World.random_seed).
+INSTANCE = hashlib.sha256(b"state-1/images-stack-instance").hexdigest()[:8]
+REPOSITORY = "aws:ecr/repository:Repository"
 
 
 @pytest.mark.parametrize(
     ("stack", "part"),
-    [("dev", "/dev/"), ("prod", "/prod/"), ("Prod", "/prod-"), ("team_A.stage", "/team-a-stage-")],
+    [("dev", "/dev-"), ("prod", "/prod-"), ("Prod", "/prod-"), ("team_A.stage", "/team-a-stage-")],
 )
 def test_a_stack_name_becomes_a_valid_repository_path(stack: str, part: str) -> None:
-    name = ecr_repository_name("acme", "procurement-analyst", stack, "analyst")
+    name = ecr_repository_name("acme", "procurement-analyst", stack, "analyst", "0a1b2c3d")
     assert name.startswith("procurement-analyst/acme") and part in name, name
     assert slug("Prod") != slug("prod"), "two stacks would share repositories"
 
 
 def test_the_same_stack_of_another_organization_or_project_has_its_own_repositories() -> None:
     names = {
-        ecr_repository_name(organization, project, "dev", "analyst")
+        ecr_repository_name(organization, project, "dev", "analyst", "0a1b2c3d")
         for organization, project in [
             ("acme", "procurement-analyst"),
             ("fork", "procurement-analyst"),
@@ -386,19 +391,43 @@ def test_the_same_stack_of_another_organization_or_project_has_its_own_repositor
         ]
     }
     assert len(names) == 3, names
-    longest = ecr_repository_name("o" * 100, "p" * 100, "s" * 100, "supplier-api")
+    longest = ecr_repository_name("o" * 100, "p" * 100, "s" * 100, "supplier-api", "0a1b2c3d")
     assert len(longest) <= 256 and longest.endswith("/supplier-api")
 
 
 def test_the_program_names_repositories_by_organization_project_and_stack() -> None:
     for organization in ("acme", "fork"):
         stack = run_stack(stack="Prod", organization=organization)
-        names = sorted(r["inputs"]["name"] for r in stack.of_type("aws:ecr/repository:Repository"))
+        names = sorted(r["inputs"]["name"] for r in stack.of_type(REPOSITORY))
+        drawn = hashlib.sha256(b"state-1/images-stack-instance").hexdigest()[:8]
         assert names == [
-            ecr_repository_name(organization, "procurement-analyst", "Prod", "analyst"),
-            ecr_repository_name(organization, "procurement-analyst", "Prod", "supplier-api"),
+            ecr_repository_name(organization, "procurement-analyst", "Prod", "analyst", drawn),
+            ecr_repository_name(organization, "procurement-analyst", "Prod", "supplier-api", drawn),
         ]
         assert all(name == name.lower() for name in names)
+
+
+def test_two_self_managed_backends_same_stack_name_get_their_own_repositories() -> None:
+    # On an S3 or file backend every stack's organization is `organization`: two people's `dev`
+    # stacks of one account differ only by what each stack's own state drew.
+    runs = [run_stack(world={"random_seed": seed}) for seed in ("alice-state", "bob-state")]
+    names = [sorted(r["inputs"]["name"] for r in run.of_type(REPOSITORY)) for run in runs]
+    assert set(names[0]).isdisjoint(names[1]), names
+    for run in runs:
+        (instance,) = [r for r in run.of_type("random:index/randomId:RandomId")
+                       if r["name"] == "images-stack-instance"]  # fmt: skip
+        assert instance["inputs"]["keepers"] == {"stack": "dev"}
+        for repository in run.of_type(REPOSITORY):
+            assert instance["urn"] in repository["property_dependencies"]["name"], (
+                f"{repository['urn']}'s name does not come from the stack's instance id"
+            )
+    buckets = [run.one("aws:s3/bucket:Bucket")["inputs"]["bucketPrefix"] for run in runs]
+    assert all(prefix.endswith("-") for prefix in buckets), "the bucket gets a random suffix"
+
+
+def test_a_name_cannot_be_given_an_instance_that_is_not_a_random_id() -> None:
+    with pytest.raises(ValueError, match="not a short hex string"):
+        ecr_repository_name("acme", "procurement-analyst", "dev", "analyst", "../x")
 
 
 # --- 12: one identity, explicit providers everywhere ---------------------------------------

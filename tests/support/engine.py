@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
 import json
 import logging
 import os
@@ -64,6 +65,9 @@ class World:
     vpc_cni_config_map: bool = True
     # The service CIDR EKS reports (kubernetesNetworkConfig), and the cluster's IP family.
     service_ipv4_cidr: str = "10.100.0.0/16"
+    # What the engine's random draws come from: another stack's state (another backend, another
+    # person's `dev`) draws differently.
+    random_seed: str = "state-1"
     ip_family: str = "ipv4"
     node_class_network_policy: str | None = "DefaultAllow"
     # The isolated-sandbox RuntimeClass's scheduling.tolerations (its nodes' taint).
@@ -252,7 +256,12 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 # The engine draws new bytes whenever the keepers change; the mock takes them
                 # from the keepers, so the rendered manifests (which put the spec's digest where
                 # the random id goes) can be compared with what the program registers.
-                drawn = str(state["keepers"]["spec"])[: 2 * int(state["byteLength"])]
+                keepers = state["keepers"]
+                seed = (
+                    keepers.get("spec")
+                    or hashlib.sha256(f"{self.world.random_seed}/{name}".encode()).hexdigest()
+                )
+                drawn = str(seed)[: 2 * int(state["byteLength"])]
                 state |= {"hex": drawn, "b64Url": drawn, "b64Std": drawn, "dec": drawn}
         return f"{name}-id", state
 
