@@ -95,6 +95,20 @@ def bucket_host(bucket: str, region: str) -> str:
     return f"{bucket}.s3.{region}.amazonaws.com"
 
 
+# In us-east-1 botocore calls S3's global name unless told otherwise: its
+# `us_east_1_regional_endpoint` setting defaults to 'legacy', which forces the global endpoint
+# there (botocore/args.py, _should_force_s3_global).
+GLOBAL_S3_REGION: Final = "us-east-1"
+
+
+def bucket_hosts(bucket: str, region: str) -> list[str]:
+    """Every S3 name boto3 may call for the bucket in `region`."""
+    hosts = [bucket_host(bucket, region)]
+    if region == GLOBAL_S3_REGION:
+        hosts.append(f"{bucket}.s3.amazonaws.com")
+    return hosts
+
+
 def denied_destinations(region: str) -> str:
     """The EGRESS_DENIED value: `host:port` pairs, space-separated."""
     return f"{aws_host(UNNAMED_AWS_SERVICE, region)}:{HTTPS} {PUBLIC_ADDRESS}:{HTTPS}"
@@ -117,11 +131,19 @@ def dns_rule(resolver_cidr: DeployValue) -> dict[str, Any]:
 
 
 def analyst_egress_policy(
-    namespace: str, region: str, bucket_name_host: DeployValue, resolver_cidr: DeployValue
+    namespace: str,
+    region: str,
+    bucket_name_hosts: DeployValue,
+    resolver_cidr: DeployValue,
 ) -> dict[str, Any]:
     """The analyst pods' ApplicationNetworkPolicy: no ingress, and egress only as listed.
-    `resolver_cidr` is the cluster DNS address as a /32 (or /128) block (host_cidr)."""
-    names = [bucket_name_host, *(aws_host(service, region) for service in AWS_SERVICES)]
+    `bucket_name_hosts` is bucket_hosts' list (or an Output of it); `resolver_cidr` the cluster DNS
+    address as a /32 (or /128) block (host_cidr)."""
+    services = [aws_host(service, region) for service in AWS_SERVICES]
+    if isinstance(bucket_name_hosts, list):
+        names: DeployValue = [*bucket_name_hosts, *services]
+    else:  # an Output of the list: the whole list follows it
+        names = bucket_name_hosts.apply(lambda hosts: [*hosts, *services])
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,

@@ -27,7 +27,7 @@ from app.core import cluster_env as env
 from .config import PROJECT, REPO_ROOT, ConfigError, StackConfig, parse_config
 from .egress import (
     analyst_egress_policy,
-    bucket_host,
+    bucket_hosts,
     denied_destinations,
     host_cidr,
     supplier_ingress_policy,
@@ -132,7 +132,7 @@ def stack_objects(config: StackConfig, values: DeployValues) -> list[dict[str, A
             analyst_egress_policy(
                 namespace,
                 config.region,
-                bucket_host(values.bucket, config.region),
+                bucket_hosts(values.bucket, config.region),
                 host_cidr(config.cluster_dns_address or values.cluster_dns),
             ),
             supplier_ingress_policy(namespace),

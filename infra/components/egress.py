@@ -16,7 +16,7 @@ from ..egress import (
     NODE_CLASS_API,
     VPC_CNI_CONFIGMAP,
     analyst_egress_policy,
-    bucket_host,
+    bucket_hosts,
     host_cidr,
     prerequisite_problems,
     supplier_ingress_policy,
@@ -98,7 +98,7 @@ class EgressPolicies(pulumi.ComponentResource):
         super().__init__("analyst:egress:EgressPolicies", name, None, opts)
         k8s_opts = child_options(self, opts, provider)
         host = pulumi.Output.from_input(bucket_name).apply(
-            lambda bucket: bucket_host(bucket, settings.region)
+            lambda bucket: bucket_hosts(bucket, settings.region)
         )
         resolver_cidr = pulumi.Output.from_input(resolver).apply(
             lambda address: host_cidr(address) if address else ""

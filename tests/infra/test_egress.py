@@ -19,7 +19,7 @@ from infra.egress import (
     CRD_SCHEMA,
     PUBLIC_ADDRESS,
     analyst_egress_policy,
-    bucket_host,
+    bucket_hosts,
     cluster_dns_address,
     host_cidr,
     supplier_ingress_policy,
@@ -73,7 +73,7 @@ def test_the_rendered_policy_validates_against_the_published_crd() -> None:
 
 def test_the_analyst_pods_reach_dns_the_agent_aws_by_name_and_the_supplier_only() -> None:
     policy = analyst_egress_policy(
-        "ns", "eu-west-1", bucket_host("b", "eu-west-1"), host_cidr("172.20.0.10")
+        "ns", "eu-west-1", bucket_hosts("b", "eu-west-1"), host_cidr("172.20.0.10")
     )
     assert (
         policy["spec"]["policyTypes"] == ["Ingress", "Egress"] and "ingress" not in policy["spec"]
@@ -287,3 +287,17 @@ def test_egress_policy_is_refused_up_front_on_a_cluster_that_is_not_auto_mode() 
     failure = run_failing(world=world, egressPolicy=True)
     assert "egressPolicy is true but the cluster is not EKS Auto Mode" in failure.stderr
     assert run_stack(world=world).one("kubernetes:core/v1:Namespace")
+
+
+def test_in_us_east_1_the_bucket_is_also_allowed_by_s3s_global_name() -> None:
+    # botocore's us_east_1_regional_endpoint defaults to 'legacy': the global name in us-east-1
+    # (botocore/args.py, _should_force_s3_global).
+    assert bucket_hosts("b", "us-east-1") == ["b.s3.us-east-1.amazonaws.com", "b.s3.amazonaws.com"]
+    assert bucket_hosts("b", "eu-west-1") == ["b.s3.eu-west-1.amazonaws.com"]
+    policy = _one(
+        stack_objects(stack_config("dev", {"region": "us-east-1"}), DeployValues(bucket="b")),
+        "ApplicationNetworkPolicy",
+    )
+    names = [n for peer in _peers(policy) for n in peer.get("domainNames", [])]
+    assert names[:2] == ["b.s3.us-east-1.amazonaws.com", "b.s3.amazonaws.com"]
+    jsonschema.validate(policy, _crd_schema())
