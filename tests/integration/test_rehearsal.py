@@ -73,7 +73,6 @@ def test_both_layers_pass_with_the_pods_real_security_contexts() -> None:
         "PASS rehearsal: under the rules, the cluster resolver 10.96.0.10:53 answers "
         "supplier-api.procurement-analyst-dev.svc.cluster.local over UDP and TCP",
         "PASS rehearsal: the Job resolved supplier-api.procurement-analyst-dev.svc.cluster.local, "
-        "supplier-api-alias.procurement-analyst-dev.svc.cluster.local, "
         "sqs.us-west-2.amazonaws.com through the cluster resolver",
         "PASS so the controller cannot reach sqs.us-west-2.amazonaws.com:443, which no rule "
         "names (no answer within 3 s",
