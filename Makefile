@@ -32,7 +32,7 @@ report-screenshot: $(READY)
 	@scripts/browser.sh
 	PYTHONPATH=. $(PY) scripts/report_screenshot.py
 
-## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
+## bench: each figure beside its goal: tool start-up per layer, the supplier API under slow clients, whole cases alone (wall, CPU, phases), 32 at once
 bench: $(LOCAL)
 	$(PY) -m bench
 
