@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import boto3
 from botocore.exceptions import BotoCoreError, NoCredentialsError
 
-from app.controller.services.local_aws import LocalAws
+from app.controller.services.local_aws import LOCAL_DEADLINE, LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.services.processes import stop_processes
 from app.controller.services.seeds import control_seed, run_seed
@@ -185,7 +185,9 @@ class LocalMode(RunMode):
         return Services(
             bucket=aws.bucket,
             session=session,
-            store=CaseStore.from_session(session, aws.bucket, endpoint_url=aws.endpoint_url),
+            store=CaseStore.from_session(
+                session, aws.bucket, endpoint_url=aws.endpoint_url, deadline=LOCAL_DEADLINE
+            ),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
             aws_credential=aws.credential,

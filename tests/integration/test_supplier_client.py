@@ -173,4 +173,6 @@ def test_unreachable_server_is_recorded_as_not_reaching(tmp_path: Path) -> None:
         client.request("GET", "/cases/rfp-001/suppliers")
     assert client.calls.records[0].reaches_upstream is False
     assert client.calls.records[0].status is None
-    assert not client.tcp_reachable()
+    # A control that cannot connect stops the run naming the service; it is never a FAIL.
+    with pytest.raises(SupplierConnectionError, match="it refused the connection"):
+        client.tcp_reachable()

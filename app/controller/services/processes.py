@@ -3,6 +3,8 @@ stopping them."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import subprocess
 import time
 from abc import ABC, abstractmethod
@@ -17,6 +19,10 @@ def stop_processes(processes: Sequence[subprocess.Popen[bytes] | None]) -> None:
     running = [p for p in processes if p is not None and p.poll() is None]
     for process in running:
         process.terminate()
+        # A stopped service (SIGSTOP) would hold the signal until the kill below: it is let go
+        # on, to end as asked.
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGCONT)
     deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
     for process in running:
         try:
