@@ -148,6 +148,17 @@ class PreparedRun:
     folder: CaseFolder
     mode: RunMode
     out: OutClaim
+    keeps_tree: bool = False
+
+
+def _kept_elsewhere(run: Run, services: Services, keeps_tree: bool) -> str | None:
+    """Where the report lasts besides --out: the cluster's store, a kept work tree; None when
+    nowhere (the local store is moto's, which ends with the run)."""
+    if run.in_cluster:
+        return f"the report is in the store (s3://{services.bucket}/{run.report_prefix})"
+    if keeps_tree:
+        return f"the report's files are in the kept work tree ({run.paths.run})"
+    return None
 
 
 def _decoy_view(paths: RunPaths) -> DecoyView | None:
@@ -224,7 +235,9 @@ def prepared_run(
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )
-        yield PreparedRun(run, services, client, plan.folder, plan.mode, out)
+        yield PreparedRun(
+            run, services, client, plan.folder, plan.mode, out, keeps_tree=options.keep_workdir
+        )
 
 
 def run_case(
@@ -333,7 +346,10 @@ def _run(
         finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
         recommended = parts.recommendation
 
-        copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
+        copied = prepared.out.publish(
+            {name: run.paths.run / name for name in REPORT_FILES},
+            kept_elsewhere=_kept_elsewhere(run, services, prepared.keeps_tree),
+        )
         clock.stop()
         return RunOutcome(
             run_id=run.run_id,

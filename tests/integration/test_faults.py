@@ -257,8 +257,9 @@ def test_a_full_report_filesystem_leaves_no_partial_report(base: Path) -> None:
     assert "ANALYST_COMPLETE" not in controller.output()
     assert controller.errors().strip().splitlines() == [
         f"error (run stopped): --out {small / 'out'}: the report could not be written (No "
-        "space left on device); nothing of this run is in it; the report is in the store; "
-        "free space or pass another --out for the next run"
+        "space left on device); nothing of this run is in it, and the local store ends with "
+        "the run, so this report is kept nowhere; free space or pass another --out, and run "
+        "the case again"
     ]
     assert listing.read_text() == ""
     assert_nothing_left(controller, base, out=small / "out")
