@@ -16,7 +16,7 @@ $(READY): requirements.txt requirements-local.txt requirements-runtime.txt requi
 
 ## demo: run the sample case rfp-001 under bubblewrap, then nono, and print every check
 demo: $(LOCAL)
-	$(PY) -m app.controller demo
+	$(PY) -m app.controller demo $(if $(WORKDIR),--workdir "$(WORKDIR)")
 
 ## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration, report.html in headless Chromium)
 test: $(READY)

@@ -40,7 +40,7 @@ from app.core.cluster_settings import (
 )
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import RunStopped
-from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
+from app.core.run_tree import RunPaths, ToolIdentity
 
 if TYPE_CHECKING:
     from strands.models.model import Model
@@ -136,7 +136,9 @@ class RunMode(ABC):
     name: str
     in_cluster: bool
     rehearsal: bool = False
-    default_base: Path
+    # The work directory when neither --workdir nor ANALYST_WORKDIR names one; None: each
+    # user's own (app/controller/workdir.py, local_default).
+    default_base: Path | None = None
     # Where report files are copied when --out is not given.
     default_out_parent: Path
 
@@ -154,7 +156,6 @@ class RunMode(ABC):
 class LocalMode(RunMode):
     name = "local"
     in_cluster = False
-    default_base = DEFAULT_LOCAL_BASE
     default_out_parent = Path("runs")
 
     def start(

@@ -47,7 +47,7 @@ from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_la
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
-from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
+from app.controller.workdir import RUN_LOCK, check_chosen, choose_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
@@ -125,7 +125,7 @@ def plan_run(options: RunOptions) -> RunPlan:
     mode = mode_from_environment()
     check_file_size_limit()
     layers = options.workdir_layers or (options.layer,)
-    base = check_work_base(options.work_base or mode.default_base, layers)
+    base = check_chosen(choose_work_base(options.work_base, os.environ, mode.default_base), layers)
     run_id = new_run_id()
     if options.out_dir is not None:
         out = check_target(options.out_dir, create_parent=False)
