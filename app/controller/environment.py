@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import boto3
 from botocore.exceptions import BotoCoreError, NoCredentialsError
 
-from app.controller.services.local_aws import LOCAL_DEADLINE, LocalAws
+from app.controller.services.local_aws import LOCAL_DEADLINE, MOTO, LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.services.processes import stop_processes
 from app.controller.services.seeds import control_seed, run_seed
@@ -123,6 +123,9 @@ class Services:
     # The processes of the services the run started itself (locally: moto and the supplier
     # API), for the run's phase table.
     pids: tuple[int, ...] = ()
+    # Why a service the run started is not serving (it died or was stopped), or None: asked
+    # when a check or a tool fails, so a fault of the service is never reported as theirs.
+    fault: Callable[[], str | None] = lambda: None
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -204,6 +207,7 @@ class LocalMode(RunMode):
             model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, offline_model),
             secrets_dir=paths.secrets,
             pids=tuple(pid for pid in (local_aws.pid, local_supplier.pid) if pid is not None),
+            fault=lambda: local_supplier.fault("the supplier API") or local_aws.fault(MOTO),
         )
 
 
