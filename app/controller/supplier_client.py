@@ -71,12 +71,22 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
                 with contextlib.suppress(OSError):
                     self._raw.shutdown(socket.SHUT_RDWR)
 
+    def release(self) -> None:
+        """Closes the deadline's descriptor, once the request is over (close() comes earlier:
+        http.client calls it when a reply ends the connection, before its body is read)."""
+        with self._lock:
+            if self._raw is not None:
+                self._raw.close()
+                self._raw = None
+
     def connect(self) -> None:
         raw = socket.create_connection((resolve(self.host), self.port), self.timeout)
         with self._lock:
-            self._raw = raw
+            # A second descriptor of the same socket: wrapping it in TLS detaches ``raw``,
+            # and a shutdown through this one still ends whatever the TLS socket waits on.
+            self._raw = raw.dup()
             if self.expired:
-                raw.shutdown(socket.SHUT_RDWR)
+                self._raw.shutdown(socket.SHUT_RDWR)
         # The request is written just after the handshake's last message. With Nagle's
         # algorithm on, it would wait for the server's delayed ACK of that message: 40 ms,
         # whenever the server has not yet answered it (measured here: 0, 40 or 80 ms over three
@@ -201,16 +211,26 @@ class SupplierClient:
                     _unanswered(connection, f"{method} {path} to {host}:{port} got no reply", exc)
                 ) from None
             if on_sent is not None:
-                on_sent(response.status)
+                on_sent(None if connection.expired else response.status)
             try:
-                return response.status, _read_capped(response, limit, f"{method} {path}")
+                data = _read_capped(response, limit, f"{method} {path}")
             except (OSError, http.client.HTTPException) as exc:
                 raise SupplierConnectionError(
                     _unanswered(connection, f"{method} {path} to {host}:{port}: the reply", exc)
                 ) from None
+            if connection.expired:
+                # Cut at the deadline, a reply can read as whole (its head ended by the cut):
+                # it is not one.
+                raise SupplierConnectionError(
+                    _unanswered(
+                        connection, f"{method} {path} to {host}:{port}", TimeoutError("deadline")
+                    )
+                )
+            return response.status, data
         finally:
             watchdog.cancel()
             connection.close()
+            connection.release()
 
     def request(
         self,
