@@ -16,7 +16,7 @@ $(READY): requirements.txt requirements-local.txt requirements-runtime.txt requi
 
 ## demo: run the sample case rfp-001 under bubblewrap, then nono, and print every check
 demo: $(LOCAL)
-	$(PY) -m app.controller demo
+	$(PY) -m app.controller demo $(if $(WORKDIR),--workdir "$(WORKDIR)")
 
 ## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration, report.html in headless Chromium)
 test: $(READY)
@@ -32,7 +32,7 @@ report-screenshot: $(READY)
 	@scripts/browser.sh
 	PYTHONPATH=. $(PY) scripts/report_screenshot.py
 
-## bench: each figure beside its goal: tool start-up per layer, whole cases alone (wall, CPU, phases), 32 at once
+## bench: each figure beside its goal: tool start-up per layer, the supplier API under slow clients, whole cases alone (wall, CPU, phases), 32 at once
 bench: $(LOCAL)
 	$(PY) -m bench
 

@@ -23,6 +23,7 @@ from app.core.roles import Layer
 from bench.bytecode import byte_compile
 from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
 from bench.startup import startup_and_proxy
+from bench.supplier_load import READ_SECONDS, READERS, SLOW_CLIENTS, TRICKLE_SECONDS, supplier_load
 from bench.tool_use import print_tool_use
 
 # The goals (issue 12): a plain start, what a layer adds to it, and a whole case alone.
@@ -32,6 +33,9 @@ CASE_WALL_S: Final = 2.0
 # What the report page may add to a case: a small share of it, whatever the machine's speed.
 REPORT_SHARE: Final = 0.05
 CONCURRENT_CASES: Final = 32
+# The supplier API under slow clients (issue 35): its valid reads' p99, and its peak RSS.
+SUPPLIER_P99_MS: Final = 50.0
+SUPPLIER_RSS_MIB: Final = 64.0
 
 
 def _verdict(value: float, goal: float) -> str:
@@ -60,6 +64,25 @@ def print_startup(repeat: int) -> None:
     print(
         f"  through the reader's proxy  {s['proxied_request_ms']:8.2f} ms   "
         f"difference {s['proxied_request_ms'] - s['direct_request_ms']:+.2f} ms per allowed request"
+    )
+
+
+def print_supplier_load() -> None:
+    print(
+        f"==> supplier API under load: {SLOW_CLIENTS} slow clients holding connections (a "
+        f"header line every {TRICKLE_SECONDS:.0f} s), {READERS} readers for {READ_SECONDS:.0f} s "
+        "(a new TLS connection per read), then a flood of silent connections"
+    )
+    load = supplier_load()
+    print(
+        f"  valid reads {load.reads_per_s:7.1f} /s, p50 {load.p50_ms:5.1f} ms, p99 "
+        f"{load.p99_ms:5.1f} ms, {load.failed_reads} failed   goal p99 <= "
+        f"{SUPPLIER_P99_MS:.0f} ms: {_verdict(load.p99_ms, SUPPLIER_P99_MS)}"
+    )
+    print(
+        f"  server peak RSS {load.peak_rss_mib:5.1f} MiB, at most {load.peak_threads} threads"
+        f"{'':12}goal < {SUPPLIER_RSS_MIB:.0f} MiB: "
+        + ("met" if load.peak_rss_mib < SUPPLIER_RSS_MIB else "MISSED")
     )
 
 
@@ -222,6 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     print("==> this checkout byte-compiled first, as the image ships it (bench/bytecode.py)")
     print_startup(args.repeat)
     print_tool_use()
+    print_supplier_load()
     print_cases(args.cases)
     ok = print_batch(args.concurrent) if args.concurrent else True
     return 0 if ok else 1

@@ -2,7 +2,10 @@
 exactly as a run checks it (app/core/case.py), every file and field at once.
 
 Both act on the user's own folder, so nothing below it is followed: files are created and
-replaced relative to the folder's descriptor, never through a symbolic link.
+replaced relative to the folder's descriptor, never through a symbolic link. Both are atomic:
+`case new` fills a hidden folder beside the new one and renames it into place, and
+`--write-digests` writes a hidden file beside case.json and renames it over; a write that
+fails (a full disk) removes what it made and is exit 2 naming the file and the cause.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import hashlib
 import json
 import os
 import secrets
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -68,21 +72,33 @@ def _folder_fd(path: Path) -> Iterator[int]:
 
 
 def _create(dir_fd: int, name: str, data: bytes) -> None:
+    """A new file holding ``data``, whole; on any failure, no file at all."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(name, flags, 0o644, dir_fd=dir_fd)
     try:
-        os.write(fd, data)
-    finally:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
         os.close(fd)
+    except BaseException:
+        with suppress(OSError):
+            os.close(fd)
+        with suppress(OSError):
+            os.unlink(name, dir_fd=dir_fd)
+        raise
 
 
-def _claim_new_folder(folder: Path) -> None:
-    """Creates the case folder, or takes an existing empty one; refuses anything else."""
+class CaseNotWritten(BadInput):
+    """A case file or folder could not be written; nothing of it was left behind."""
+
+
+def _claim_new_folder(folder: Path) -> bool:
+    """Creates the case folder (True), or takes an existing empty one; refuses anything else."""
     if not folder.parent.is_dir():
         raise BadInput(f"{folder}: its parent {folder.parent} is not an existing folder")
     try:
         os.mkdir(folder, 0o755)
-        return
+        return True
     except FileExistsError:
         pass
     except OSError as error:  # /proc, a read-only mount, a folder closed to this user
@@ -97,22 +113,15 @@ def _claim_new_folder(folder: Path) -> None:
             f"{folder}: is not empty; case new writes only into a new or empty folder",
             "choose a new folder, or run case check on this one",
         )
+    return False
 
 
-def new_case(folder: Path, stream: TextIO) -> None:
-    """Writes a valid case folder named after its case id, with three example suppliers."""
-    folder = Path(os.path.abspath(folder))
-    if not is_valid_id(folder.name):
-        raise BadInput(
-            f"{folder}: the folder's name is the case id, and {json.dumps(folder.name)} does not "
-            f"match {ID_REGEX}",
-            "name it with lower-case letters, digits and hyphens, for example my-case",
-        )
-    _claim_new_folder(folder)
+def _fill_new_case(partial: Path, folder: Path) -> None:
+    """Writes the example case into ``partial``, which becomes ``folder``."""
     entries = []
-    with _folder_fd(folder) as top:
+    with _folder_fd(partial) as top:
         os.mkdir("proposals", 0o755, dir_fd=top)
-        with _folder_fd(folder / "proposals") as proposals:
+        with _folder_fd(partial / "proposals") as proposals:
             for supplier_id, name, price, days, months, summary in EXAMPLE_PROPOSALS:
                 proposal = {
                     "$schema": _schema_reference(folder / "proposals", PROPOSAL_SCHEMA_FILE),
@@ -135,6 +144,50 @@ def new_case(folder: Path, stream: TextIO) -> None:
             "suppliers": entries,
         }
         _create(top, "case.json", _dumps(case))
+
+
+def new_case(folder: Path, stream: TextIO) -> None:
+    """Writes a valid case folder named after its case id, with three example suppliers."""
+    folder = Path(os.path.abspath(folder))
+    if not is_valid_id(folder.name):
+        raise BadInput(
+            f"{folder}: the folder's name is the case id, and {json.dumps(folder.name)} does not "
+            f"match {ID_REGEX}",
+            "name it with lower-case letters, digits and hyphens, for example my-case",
+        )
+    created = _claim_new_folder(folder)
+    # Filled beside the folder, then renamed into place (over the empty folder, if one was
+    # there): the folder is whole or absent, never half-written.
+    partial = folder.with_name(f".{folder.name}.partial-{secrets.token_hex(8)}")
+    try:
+        os.mkdir(partial, 0o755)
+    except OSError as error:
+        if created:
+            with suppress(OSError):
+                folder.rmdir()
+        raise BadInput(
+            f"{folder}: cannot be created ({error.strerror})",
+            "pass a folder on a writable filesystem",
+        ) from None
+    try:
+        _fill_new_case(partial, folder)
+        os.rename(partial, folder)
+    except OSError as error:
+        shutil.rmtree(partial, ignore_errors=True)
+        if created:
+            with suppress(OSError):
+                folder.rmdir()
+        raise CaseNotWritten(
+            f"{folder}: the case could not be written ({error.strerror or error}); nothing of "
+            "it was left",
+            "free space on that filesystem, or pass a folder on another",
+        ) from None
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        if created:
+            with suppress(OSError):
+                folder.rmdir()
+        raise
     ids = ", ".join(supplier_id for supplier_id, *_ in EXAMPLE_PROPOSALS)
     print(f"wrote {folder}/case.json: case {folder.name}, suppliers {ids}", file=stream)
     for supplier_id, *_ in EXAMPLE_PROPOSALS:
@@ -170,11 +223,11 @@ class DigestChange:
 def _replace(dir_fd: int, name: str, data: bytes) -> None:
     """Replaces a file in the folder at once: a reader sees the old bytes or the new, whole."""
     temporary = f".{name}.{secrets.token_hex(8)}"
-    _create(dir_fd, temporary, data)
+    _create(dir_fd, temporary, data)  # removes the file itself if it cannot be written whole
     try:
         os.replace(temporary, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except OSError:
-        with suppress(FileNotFoundError):
+    except BaseException:
+        with suppress(OSError):
             os.unlink(temporary, dir_fd=dir_fd)
         raise
 
@@ -209,7 +262,11 @@ def write_digests(folder: Path) -> list[DigestChange]:
             except OSError as error:
                 if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
                     raise BadInput(f"{source}: cannot be written ({error.strerror})") from None
-                raise
+                raise CaseNotWritten(
+                    f"{source}: cannot be written ({error.strerror or error}); it is unchanged "
+                    "and nothing was left beside it",
+                    "free space on that filesystem",
+                ) from None
     return changes
 
 

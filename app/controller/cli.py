@@ -110,7 +110,8 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument(
         "--workdir",
         type=Path,
-        help="the base of the run's directories to check (default: /var/tmp/analyst locally)",
+        help="the base of the run's directories to check (default: $ANALYST_WORKDIR, else "
+        "this user's own: $XDG_RUNTIME_DIR/analyst or /var/tmp/analyst-<uid>)",
     )
     commands.add_parser(
         "guest-readings",
@@ -182,7 +183,8 @@ def _common(command: argparse.ArgumentParser) -> None:
         help=(
             "base of the run's private directories: an absolute path whose parent exists, "
             "outside what a tool process sees differently (/usr, /tmp, /proc, /dev, ...) "
-            "(default: /var/tmp/analyst locally)"
+            "(default: $ANALYST_WORKDIR, else this user's own: $XDG_RUNTIME_DIR/analyst or "
+            "/var/tmp/analyst-<uid>, made 0700)"
         ),
     )
     command.add_argument(

@@ -22,21 +22,28 @@ import boto3
 
 from app.controller.environment import CLUSTER_BASE, pod_credentials
 from app.controller.limits import check_file_size_limit
-from app.controller.workdir import check_work_base
+from app.controller.workdir import WorkBase, check_chosen, choose_work_base
 from app.core import cluster_env, cluster_settings
 from app.core.cluster_settings import SettingUnusable, Variable
 from app.core.errors import BadInput, RunStopped, shown
 from app.core.roles import Layer
-from app.core.run_tree import DEFAULT_LOCAL_BASE, MAX_OUTPUT_FILE_BYTES, ToolIdentity
+from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, ToolIdentity
 from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv
 from app.tools.bubblewrap.preflight import BwrapPrerequisites
 from app.tools.nono.prerequisites import NonoPrerequisites
-from app.tools.prerequisites import Finding, Outcome, Prerequisite, evaluate, holds, missing
+from app.tools.prerequisites import (
+    WORK_DIR_HOLDS_A_RUN,
+    Finding,
+    Outcome,
+    Prerequisite,
+    evaluate,
+    holds,
+    missing,
+)
 
 CONNECT_TIMEOUT_SECONDS = 5
 SUPPLIER_RESOLVES = "the supplier Service's name resolves"
 POD_CREDENTIALS = "the Pod Identity agent gives the pod's role credentials"
-WORK_DIR_HOLDS_A_RUN = "the work directory can hold a run's tree (name, length, place, writable)"
 FILE_SIZE_LIMIT = (
     f"the file size limit (ulimit -f) is at least a tool's own, {MAX_OUTPUT_FILE_BYTES} bytes"
 )
@@ -62,12 +69,13 @@ def _finding(check: Callable[[], str]) -> Finding:
     return holds(found)
 
 
-def run_settings(layer: Layer, directory: Path) -> list[Prerequisite]:
+def run_settings(layer: Layer, directory: Path | WorkBase) -> list[Prerequisite]:
     """What a run under ``layer`` refuses before it creates anything (bad input to `run`)."""
+    base = directory if isinstance(directory, WorkBase) else WorkBase(directory)
     return [
         Prerequisite(
             WORK_DIR_HOLDS_A_RUN,
-            lambda: _finding(lambda: shown(check_work_base(directory, (layer,)))),
+            lambda: _finding(lambda: shown(check_chosen(base, (layer,)))),
         ),
         Prerequisite(FILE_SIZE_LIMIT, lambda: _finding(check_file_size_limit)),
     ]
@@ -184,7 +192,8 @@ def doctor(options: DoctorOptions, stream: TextIO) -> bool:
     environ = options.environ
     cluster = in_cluster(environ)
     tool = ToolIdentity.for_this_controller()
-    base = options.work_base or (CLUSTER_BASE if cluster else DEFAULT_LOCAL_BASE)
+    chosen = choose_work_base(options.work_base, environ, CLUSTER_BASE if cluster else None)
+    base = chosen.path
     shared: list[Outcome] = []
     if cluster:
         print(
@@ -200,7 +209,7 @@ def doctor(options: DoctorOptions, stream: TextIO) -> bool:
             f"{tool.uid}, work directory {base})",
             file=stream,
         )
-        outcomes = evaluate([*run_settings(layer, base), *layer_prerequisites(layer, tool, base)])
+        outcomes = evaluate([*run_settings(layer, chosen), *layer_prerequisites(layer, tool, base)])
         for outcome in outcomes:
             _print(outcome, stream)
         short = [o for o in [*shared, *outcomes] if not o.ok]

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Final
 import boto3
 from botocore.exceptions import BotoCoreError, NoCredentialsError
 
-from app.controller.services.local_aws import LocalAws
+from app.controller.services.local_aws import LOCAL_DEADLINE, MOTO, LocalAws
 from app.controller.services.local_supplier import LocalSupplierService
 from app.controller.services.processes import stop_processes
 from app.controller.services.seeds import control_seed, run_seed
@@ -40,7 +40,7 @@ from app.core.cluster_settings import (
 )
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import RunStopped
-from app.core.run_tree import DEFAULT_LOCAL_BASE, RunPaths, ToolIdentity
+from app.core.run_tree import RunPaths, ToolIdentity
 
 if TYPE_CHECKING:
     from strands.models.model import Model
@@ -123,6 +123,9 @@ class Services:
     # The processes of the services the run started itself (locally: moto and the supplier
     # API), for the run's phase table.
     pids: tuple[int, ...] = ()
+    # Why a service the run started is not serving (it died or was stopped), or None: asked
+    # when a check or a tool fails, so a fault of the service is never reported as theirs.
+    fault: Callable[[], str | None] = lambda: None
 
     def credential_method(self) -> str:
         """How boto3 found the controller's credentials (botocore's provider method name)."""
@@ -136,7 +139,9 @@ class RunMode(ABC):
     name: str
     in_cluster: bool
     rehearsal: bool = False
-    default_base: Path
+    # The work directory when neither --workdir nor ANALYST_WORKDIR names one; None: each
+    # user's own (app/controller/workdir.py, local_default).
+    default_base: Path | None = None
     # Where report files are copied when --out is not given.
     default_out_parent: Path
 
@@ -154,7 +159,6 @@ class RunMode(ABC):
 class LocalMode(RunMode):
     name = "local"
     in_cluster = False
-    default_base = DEFAULT_LOCAL_BASE
     default_out_parent = Path("runs")
 
     def start(
@@ -185,7 +189,9 @@ class LocalMode(RunMode):
         return Services(
             bucket=aws.bucket,
             session=session,
-            store=CaseStore.from_session(session, aws.bucket, endpoint_url=aws.endpoint_url),
+            store=CaseStore.from_session(
+                session, aws.bucket, endpoint_url=aws.endpoint_url, deadline=LOCAL_DEADLINE
+            ),
             supplier=supplier,
             supplier_key=read_supplier_key(supplier.key_file),
             aws_credential=aws.credential,
@@ -201,6 +207,7 @@ class LocalMode(RunMode):
             model=ModelChoice(f"{OFFLINE_MODEL}: no Bedrock locally", False, offline_model),
             secrets_dir=paths.secrets,
             pids=tuple(pid for pid in (local_aws.pid, local_supplier.pid) if pid is not None),
+            fault=lambda: local_supplier.fault("the supplier API") or local_aws.fault(MOTO),
         )
 
 

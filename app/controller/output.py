@@ -190,9 +190,11 @@ class OutClaim:
                 os.close(fd)
             shutil.rmtree(claim, ignore_errors=True)
 
-    def publish(self, files: Mapping[str, Path]) -> Path:
+    def publish(self, files: Mapping[str, Path], *, kept_elsewhere: str | None) -> Path:
         """Copies the files into the staging folder, syncs them, and renames the folder onto the
-        target in one step. Raises OutNotWritten, leaving the target as it was."""
+        target in one step. Raises OutNotWritten, leaving the target as it was, and saying where
+        else the report lasts (``kept_elsewhere``: the cluster's store, a kept work tree), or
+        that it lasts nowhere (None: the local store ends with the run)."""
         try:
             for name, source in files.items():
                 _copy_synced(source, self.staging / name)
@@ -205,9 +207,15 @@ class OutClaim:
                 problem = "was filled or replaced by something else while the run ran"
             else:
                 problem = f"the report could not be written ({error.strerror})"
+            if kept_elsewhere is None:
+                raise OutNotWritten(
+                    f"{OPTION} {self.target.path}: {problem}; nothing of this run is in it, and "
+                    "the local store ends with the run, so this report is kept nowhere",
+                    "free space or pass another --out, and run the case again",
+                ) from error
             raise OutNotWritten(
                 f"{OPTION} {self.target.path}: {problem}; nothing of this run is in it",
-                "the report is in the store; free space or pass another --out for the next run",
+                f"{kept_elsewhere}; free space or pass another --out for the next run",
             ) from error
         return self.target.path
 

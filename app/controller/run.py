@@ -16,6 +16,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
 
@@ -43,11 +44,12 @@ from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
 from app.controller.provenance import provenance
 from app.controller.report_templates import ReportTemplates
+from app.controller.services.processes import ServiceFailed
 from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
-from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
+from app.controller.workdir import RUN_LOCK, check_chosen, choose_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
 from app.core.checklog import CheckLog
@@ -125,7 +127,7 @@ def plan_run(options: RunOptions) -> RunPlan:
     mode = mode_from_environment()
     check_file_size_limit()
     layers = options.workdir_layers or (options.layer,)
-    base = check_work_base(options.work_base or mode.default_base, layers)
+    base = check_chosen(choose_work_base(options.work_base, os.environ, mode.default_base), layers)
     run_id = new_run_id()
     if options.out_dir is not None:
         out = check_target(options.out_dir, create_parent=False)
@@ -148,6 +150,17 @@ class PreparedRun:
     folder: CaseFolder
     mode: RunMode
     out: OutClaim
+    keeps_tree: bool = False
+
+
+def _kept_elsewhere(run: Run, services: Services, keeps_tree: bool) -> str | None:
+    """Where the report lasts besides --out: the cluster's store, a kept work tree; None when
+    nowhere (the local store is moto's, which ends with the run)."""
+    if run.in_cluster:
+        return f"the report is in the store (s3://{services.bucket}/{run.report_prefix})"
+    if keeps_tree:
+        return f"the report's files are in the kept work tree ({run.paths.run})"
+    return None
 
 
 def _decoy_view(paths: RunPaths) -> DecoyView | None:
@@ -219,12 +232,19 @@ def prepared_run(
             supplier_client=client,
             aws_credential=services.aws_credential,
             aws_endpoint=services.aws_endpoint,
-            checks=CheckLog(stream=stream, on_section=clock.enter, quiet=options.quiet),
+            checks=CheckLog(
+                stream=stream,
+                on_section=clock.enter,
+                quiet=options.quiet,
+                before_fail=partial(_service_at_fault, services),
+            ),
             decoy_view=decoys,
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )
-        yield PreparedRun(run, services, client, plan.folder, plan.mode, out)
+        yield PreparedRun(
+            run, services, client, plan.folder, plan.mode, out, keeps_tree=options.keep_workdir
+        )
 
 
 def run_case(
@@ -261,95 +281,122 @@ def _run(
     plan: RunPlan, factory: LayerFactory, stream: TextIO | None, clock: PhaseClock
 ) -> RunOutcome:
     with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
-        run, services, client = prepared.run, prepared.services, prepared.client
-        clock.enter("preflight")
-        # From here the run mostly waits for one tool process at a time: the report page's
-        # templates are made ready meanwhile, in a thread of their own.
-        templates = ReportTemplates()
-        guest = read_guest()
-        _opening(run, prepared.mode, guest)
-        # What this run alone used: runs at the same time share none of it (`make bench`).
-        endpoints = {
-            "run_tree": str(run.paths.top),
-            "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
-            "supplier": run.supplier.url,
-            "bucket": services.bucket,
-        }
-        layer.preflight()
-        layer_checks = layer.checks()
+        try:
+            return _checked_run(prepared, layer, clock)
+        except ServiceFailed:
+            raise
+        except RunStopped as stopped:
+            # A tool that failed or a check that stopped may have met a service that died
+            # or was stopped: the fault is then the service's, and said so.
+            _service_at_fault(prepared.services, stopped.message)
+            raise
 
-        layer_checks.process()
-        stored = identity_and_storage(run, services, prepared.folder)
-        if run.in_cluster:
-            cluster_mounts_and_names(run)
-        pod_egress_bounded(run, services.session)
-        stage_inputs(run, stored)
-        layer_checks.boundary()
-        availability = supplier(run, client, stored)
-        comparison = business(run, layer, layer_checks, stored, availability)
-        retire_secrets(run, services)
-        checked = model_turn(run, services.model, stored, comparison)
-        secrets = _secrets(services, layer)
-        report(run, services, checked, comparison, secrets)
-        correlated = correlation(run, client, layer_checks.refuses_upstream)
-        # The last phase writes the evidence, so the table holds every phase before it.
-        clock.enter("evidence")
-        layer_evidence = layer.evidence()
-        parts = EvidenceParts(
-            facts=RunFacts(
-                run_id=run.run_id,
-                layer=run.layer.value,
-                case_id=run.case.case_id,
-                report_uri=f"s3://{services.bucket}/{run.report_prefix}",
-                in_cluster=run.in_cluster,
-                rehearsal=run.rehearsal,
-            ),
-            case=run.case,
-            provenance=provenance(
-                layer,
-                layer_evidence,
-                in_cluster=run.in_cluster,
-                model_description=services.model.description,
-                model_id=str(checked.usage.get("model", "")),
-            ),
-            guest=guest,
-            endpoints=endpoints,
-            controller=ControllerHolds(
-                supplier_key_file=str(run.supplier.key_file),
-                aws_identity=services.identity.expected_caller,
-                aws_credential_source=services.identity.credential_source,
-            ),
-            policy=layer_evidence,
-            readings=layer_checks.readings(),
-            recommendation=Recommended(
-                supplier_id=checked.supplier_id,
-                supplier_name=run.case.supplier(checked.supplier_id).name,
-                analysis=checked.answer.analysis,
-            ),
-            model_usage=checked.usage,
-            correlation=correlated,
-            timing=clock.table(),
+
+def _service_at_fault(services: Services, what_met_it: str) -> None:
+    """Raises ServiceFailed naming the service when one the run started has died or been
+    stopped; returns when every one is serving."""
+    fault = services.fault()
+    if fault is not None:
+        raise ServiceFailed(
+            f"{fault}; the run met it at: {what_met_it}",
+            "nothing of this run was kept; run it again",
         )
-        finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
-        recommended = parts.recommendation
 
-        copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
-        clock.stop()
-        return RunOutcome(
+
+def _checked_run(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -> RunOutcome:
+    """The run's phases in order, once its services are up and its layer is made."""
+    run, services, client = prepared.run, prepared.services, prepared.client
+    clock.enter("preflight")
+    # From here the run mostly waits for one tool process at a time: the report page's
+    # templates are made ready meanwhile, in a thread of their own.
+    templates = ReportTemplates()
+    guest = read_guest()
+    _opening(run, prepared.mode, guest)
+    # What this run alone used: runs at the same time share none of it (`make bench`).
+    endpoints = {
+        "run_tree": str(run.paths.top),
+        "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
+        "supplier": run.supplier.url,
+        "bucket": services.bucket,
+    }
+    layer.preflight()
+    layer_checks = layer.checks()
+
+    layer_checks.process()
+    stored = identity_and_storage(run, services, prepared.folder)
+    if run.in_cluster:
+        cluster_mounts_and_names(run)
+    pod_egress_bounded(run, services.session)
+    stage_inputs(run, stored)
+    layer_checks.boundary()
+    availability = supplier(run, client, stored)
+    comparison = business(run, layer, layer_checks, stored, availability)
+    retire_secrets(run, services)
+    checked = model_turn(run, services.model, stored, comparison)
+    secrets = _secrets(services, layer)
+    report(run, services, checked, comparison, secrets)
+    correlated = correlation(run, client, layer_checks.refuses_upstream)
+    # The last phase writes the evidence, so the table holds every phase before it.
+    clock.enter("evidence")
+    layer_evidence = layer.evidence()
+    parts = EvidenceParts(
+        facts=RunFacts(
             run_id=run.run_id,
-            checks_passed=run.checks.passed,
-            skipped=tuple(r.id for r in run.checks.records if r.outcome == "SKIP"),
-            out_dir=copied,
+            layer=run.layer.value,
+            case_id=run.case.case_id,
             report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+            in_cluster=run.in_cluster,
+            rehearsal=run.rehearsal,
+        ),
+        case=run.case,
+        provenance=provenance(
+            layer,
+            layer_evidence,
+            in_cluster=run.in_cluster,
             model_description=services.model.description,
-            recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
-            sections=section_counts(run.checks.records),
-            timing=clock.table(),
-            templates_ready={
-                "wall_ms": round(templates.wall_ms, 1),
-                "cpu_ms": round(templates.cpu_ms, 1),
-            },
-        )
+            model_id=str(checked.usage.get("model", "")),
+        ),
+        guest=guest,
+        endpoints=endpoints,
+        controller=ControllerHolds(
+            supplier_key_file=str(run.supplier.key_file),
+            aws_identity=services.identity.expected_caller,
+            aws_credential_source=services.identity.credential_source,
+        ),
+        policy=layer_evidence,
+        readings=layer_checks.readings(),
+        recommendation=Recommended(
+            supplier_id=checked.supplier_id,
+            supplier_name=run.case.supplier(checked.supplier_id).name,
+            analysis=checked.answer.analysis,
+        ),
+        model_usage=checked.usage,
+        correlation=correlated,
+        timing=clock.table(),
+    )
+    finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
+    recommended = parts.recommendation
+
+    copied = prepared.out.publish(
+        {name: run.paths.run / name for name in REPORT_FILES},
+        kept_elsewhere=_kept_elsewhere(run, services, prepared.keeps_tree),
+    )
+    clock.stop()
+    return RunOutcome(
+        run_id=run.run_id,
+        checks_passed=run.checks.passed,
+        skipped=tuple(r.id for r in run.checks.records if r.outcome == "SKIP"),
+        out_dir=copied,
+        report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+        model_description=services.model.description,
+        recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
+        sections=section_counts(run.checks.records),
+        timing=clock.table(),
+        templates_ready={
+            "wall_ms": round(templates.wall_ms, 1),
+            "cpu_ms": round(templates.cpu_ms, 1),
+        },
+    )
 
 
 def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:

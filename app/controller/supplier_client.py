@@ -7,6 +7,7 @@ so the run's record can be checked against the server's own log.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import itertools
 import json
@@ -31,7 +32,14 @@ REQUEST_ID_HEADER = "X-Analyst-Request-ID"
 MAX_REPLY_BYTES = 64 * 1024
 # The supplier's log grows with every run a long-lived server has seen; it is still bounded.
 MAX_LOG_BYTES = 8 * 1024 * 1024
+# Each socket operation (connect, the TLS handshake, each read and write) has this long, and
+# the whole request, from connect to the reply's last byte, REQUEST_DEADLINE_SECONDS: a stalled
+# or trickling supplier API stops the run then. The slowest request measured is GET /_log, a few
+# ms; a read under 50 slow clients is 16 ms at p99 (docs/performance.md): 10 s is far beyond
+# anything but a server that is not answering.
 TIMEOUT_SECONDS = 10.0
+REQUEST_DEADLINE_SECONDS = 10.0
+SUPPLIER = "the supplier API"
 LOOPBACK = "127.0.0.1"
 
 
@@ -50,9 +58,35 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def __init__(self, host: str, port: int, *, context: ssl.SSLContext) -> None:
         super().__init__(host, port, timeout=TIMEOUT_SECONDS, context=context)
         self._tls = context
+        self._raw: socket.socket | None = None
+        self._lock = threading.Lock()
+        self.expired = False
+
+    def expire(self) -> None:
+        """The request's deadline: whatever it waits on (the handshake, a read, a write) ends
+        now, with an error."""
+        with self._lock:
+            self.expired = True
+            if self._raw is not None:
+                with contextlib.suppress(OSError):
+                    self._raw.shutdown(socket.SHUT_RDWR)
+
+    def release(self) -> None:
+        """Closes the deadline's descriptor, once the request is over (close() comes earlier:
+        http.client calls it when a reply ends the connection, before its body is read)."""
+        with self._lock:
+            if self._raw is not None:
+                self._raw.close()
+                self._raw = None
 
     def connect(self) -> None:
         raw = socket.create_connection((resolve(self.host), self.port), self.timeout)
+        with self._lock:
+            # A second descriptor of the same socket: wrapping it in TLS detaches ``raw``,
+            # and a shutdown through this one still ends whatever the TLS socket waits on.
+            self._raw = raw.dup()
+            if self.expired:
+                self._raw.shutdown(socket.SHUT_RDWR)
         # The request is written just after the handshake's last message. With Nagle's
         # algorithm on, it would wait for the server's delayed ACK of that message: 40 ms,
         # whenever the server has not yet answered it (measured here: 0, 40 or 80 ms over three
@@ -63,6 +97,16 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
         except BaseException:
             raw.close()
             raise
+
+
+def _unanswered(connection: _PinnedHTTPSConnection, what: str, error: Exception) -> str:
+    """Why a request got no answer, naming the supplier API and whether it is stalled or gone."""
+    if connection.expired or isinstance(error, TimeoutError):
+        limit = REQUEST_DEADLINE_SECONDS if connection.expired else TIMEOUT_SECONDS
+        return f"{what}: {SUPPLIER} did not answer within {limit:.0f}s: it is stalled"
+    if isinstance(error, ConnectionRefusedError):
+        return f"{what}: {SUPPLIER} refused the connection: it is not running"
+    return f"{what}: {SUPPLIER}: {error}"
 
 
 def _read_capped(response: http.client.HTTPResponse, limit: int, what: str) -> bytes:
@@ -148,26 +192,45 @@ class SupplierClient:
         if body is not None:
             headers["Content-Type"] = content_type
         connection = _PinnedHTTPSConnection(host, port, context=self._tls)
+        watchdog = threading.Timer(REQUEST_DEADLINE_SECONDS, connection.expire)
+        watchdog.daemon = True
+        watchdog.start()
         try:
             try:
                 connection.connect()
             except OSError as exc:  # ssl.SSLError is an OSError
                 raise SupplierConnectionError(
-                    f"cannot connect to the supplier API at {host}:{port}: {exc}"
-                ) from exc
+                    _unanswered(connection, f"cannot connect to {host}:{port}", exc)
+                ) from None
             try:
                 response = _exchange(connection, method, path, body, headers)
             except (OSError, http.client.HTTPException) as exc:
                 if on_sent is not None:
                     on_sent(None)
                 raise SupplierConnectionError(
-                    f"{method} {path} to {host}:{port} got no reply: {exc}"
-                ) from exc
+                    _unanswered(connection, f"{method} {path} to {host}:{port} got no reply", exc)
+                ) from None
             if on_sent is not None:
-                on_sent(response.status)
-            return response.status, _read_capped(response, limit, f"{method} {path}")
+                on_sent(None if connection.expired else response.status)
+            try:
+                data = _read_capped(response, limit, f"{method} {path}")
+            except (OSError, http.client.HTTPException) as exc:
+                raise SupplierConnectionError(
+                    _unanswered(connection, f"{method} {path} to {host}:{port}: the reply", exc)
+                ) from None
+            if connection.expired:
+                # Cut at the deadline, a reply can read as whole (its head ended by the cut):
+                # it is not one.
+                raise SupplierConnectionError(
+                    _unanswered(
+                        connection, f"{method} {path} to {host}:{port}", TimeoutError("deadline")
+                    )
+                )
+            return response.status, data
         finally:
+            watchdog.cancel()
             connection.close()
+            connection.release()
 
     def request(
         self,
@@ -265,11 +328,24 @@ class SupplierClient:
         return entries
 
     def tcp_reachable(self) -> bool:
-        """A plain TCP connect to the supplier's address and port: the network control."""
+        """A plain TCP connect to the supplier's address and port: the network control. A
+        connect that fails is the supplier API's fault, not a finding: it stops the run,
+        naming the service, rather than fail the control."""
+        address, port = self.endpoint.address, self.endpoint.port
         try:
-            with socket.create_connection(
-                (self.endpoint.address, self.endpoint.port), timeout=TIMEOUT_SECONDS
-            ):
+            with socket.create_connection((address, port), timeout=TIMEOUT_SECONDS):
                 return True
-        except OSError:
-            return False
+        except ConnectionRefusedError:
+            raise SupplierConnectionError(
+                f"cannot connect to {SUPPLIER} at {address}:{port}: it refused the connection, "
+                "so it is not running"
+            ) from None
+        except TimeoutError:
+            raise SupplierConnectionError(
+                f"cannot connect to {SUPPLIER} at {address}:{port}: no connection within "
+                f"{TIMEOUT_SECONDS:.0f}s"
+            ) from None
+        except OSError as exc:
+            raise SupplierConnectionError(
+                f"cannot connect to {SUPPLIER} at {address}:{port}: {exc.strerror or exc}"
+            ) from None

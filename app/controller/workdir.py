@@ -7,17 +7,26 @@ lock file is there, the lock is free) and removes it, saying so. A tree kept on 
 (``--keep-workdir``) loses its lock file when its run ends, and is left alone, as is anything
 else in the directory. Creating a tree and sweeping both hold a lock on the directory itself, so
 a sweep never sees a tree half made.
+
+Which directory: ``--workdir``, else ``ANALYST_WORKDIR``, else each user's own default,
+``$XDG_RUNTIME_DIR/analyst`` (a user's runtime directory, when it is theirs and private) or
+``/var/tmp/analyst-<uid>``. A base the run makes is 0700 (0711 for a root controller, whose
+tools run at another uid and must pass through it to their own folders); the default, in a
+folder every user may write, is refused when it is not this user's or others may write it.
+`doctor` and `run` choose and check it with the same functions, in the same words.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
@@ -36,6 +45,8 @@ from app.core.run_tree import (
 
 RUN_LOCK: Final = "run.lock"
 OPTION: Final = "--workdir"
+VARIABLE: Final = "ANALYST_WORKDIR"
+SHARED_DEFAULT: Final = "/var/tmp/analyst-<uid>"
 _RUN_ID: Final = re.compile(rf"^[0-9a-f]{{{RUN_ID_CHARS}}}$")
 
 
@@ -43,8 +54,53 @@ class WorkdirUnusable(BadInput):
     """The work directory cannot hold a run; the message names it and the fix."""
 
 
-def _refuse(path: Path, problem: str, remedy: str) -> WorkdirUnusable:
-    return WorkdirUnusable(f"{OPTION} {shown(path)}: {problem}", remedy)
+def _refuse(path: Path, problem: str, remedy: str, named: str = OPTION) -> WorkdirUnusable:
+    return WorkdirUnusable(f"{named} {shown(path)}: {problem}", remedy)
+
+
+@dataclass(frozen=True)
+class WorkBase:
+    """The work directory a run uses, and where it came from: ``named`` is how a message
+    names it; ``own`` marks the per-user default, which must be this user's alone."""
+
+    path: Path
+    named: str = OPTION
+    own: bool = False
+
+
+def local_default(environ: Mapping[str, str], euid: int) -> Path:
+    """This user's own default: ``$XDG_RUNTIME_DIR/analyst`` when that directory is theirs and
+    private (never for root, whose tools run at another uid and could not pass through it),
+    else ``/var/tmp/analyst-<uid>``."""
+    runtime = environ.get("XDG_RUNTIME_DIR", "")
+    if euid != 0 and runtime and os.path.isabs(runtime):
+        try:
+            st = os.stat(runtime)
+        except OSError:
+            st = None
+        private = st is not None and stat.S_ISDIR(st.st_mode) and not st.st_mode & 0o077
+        if private and st is not None and st.st_uid == euid:
+            return Path(runtime) / "analyst"
+    return Path(f"/var/tmp/analyst-{euid}")
+
+
+def choose_work_base(
+    given: Path | None, environ: Mapping[str, str], mode_default: Path | None
+) -> WorkBase:
+    """``--workdir``, else ``ANALYST_WORKDIR``, else the mode's (the cluster's run volume), else
+    this user's own default."""
+    if given is not None:
+        return WorkBase(given)
+    if environ.get(VARIABLE):
+        return WorkBase(Path(environ[VARIABLE]), f"{VARIABLE}=")
+    if mode_default is not None:
+        return WorkBase(mode_default, "the work directory")
+    return WorkBase(local_default(environ, os.geteuid()), "the default work directory", own=True)
+
+
+def check_chosen(base: WorkBase, layers: Collection[Layer]) -> Path:
+    """check_work_base for a chosen base, named as it was chosen."""
+    return check_work_base(base.path, layers, named=base.named, own=base.own)
 
 
 # What nono-py 0.16.0 refuses in the file:// URI of its proxy's credential (the supplier key,
@@ -53,28 +109,37 @@ def _refuse(path: Path, problem: str, remedy: str) -> WorkdirUnusable:
 NONO_REFUSED_CHARACTERS: Final = frozenset("\n\r$&;<>`|")
 
 
-def check_work_base(base: Path, layers: Collection[Layer]) -> Path:
+def check_work_base(
+    base: Path, layers: Collection[Layer], *, named: str = OPTION, own: bool = False
+) -> Path:
     """Refuses a work directory that any part of a run under these layers would trip over:
     relative, a file, no parent, where a tool process sees something else than the controller,
     a name a layer or a check line cannot carry, too long for the run's sockets, or not
-    writable. Creates nothing: the writability probe is a folder made and removed at once."""
-    _check_text(base, layers)
+    writable; and with ``own`` (the per-user default) one that is another user's or that
+    others may write. Creates nothing: the writability probe is a folder made and removed at
+    once."""
+    _check_text(base, layers, named)
     if not base.is_absolute():
-        raise _refuse(base, "must be an absolute path", "for example /var/tmp/analyst")
-    _check_length(base)
+        raise _refuse(base, "must be an absolute path", "for example /var/tmp/work", named)
+    _check_length(base, named)
     try:
         st: os.stat_result | None = os.stat(base)
     except FileNotFoundError:
         st = None
     except OSError as error:
         problem = f"cannot be examined ({error.strerror})"
-        raise _refuse(base, problem, "pass another folder") from None
+        raise _refuse(base, problem, _elsewhere(), named) from None
     if st is not None and not stat.S_ISDIR(st.st_mode):
-        raise _refuse(base, "is a file, not a folder", "pass a folder, or a new path")
+        raise _refuse(base, "is a file, not a folder", "pass a folder, or a new path", named)
     if st is None and not base.parent.is_dir():
         raise _refuse(
-            base, f"its parent {shown(base.parent)} is not an existing folder", "create it first"
+            base,
+            f"its parent {shown(base.parent)} is not an existing folder",
+            "create it first",
+            named,
         )
+    if own and st is not None:
+        _check_own(base, st, named)
     conflicts = work_dir_conflicts(layers)
     real = PurePosixPath(os.path.realpath(base))
     for place, why in sorted(conflicts.items()):
@@ -83,13 +148,41 @@ def check_work_base(base: Path, layers: Collection[Layer]) -> Path:
                 base,
                 f"{shown(real)} lies in {place}, {why}",
                 f"pass a folder outside {', '.join(sorted(map(str, conflicts)))}, such as the "
-                "default /var/tmp/analyst",
+                f"default {SHARED_DEFAULT}",
+                named,
             )
-    _check_writable(base, exists=st is not None)
+    _check_writable(base, exists=st is not None, named=named)
     return base
 
 
-def _check_text(base: Path, layers: Collection[Layer]) -> None:
+def _elsewhere() -> str:
+    return (
+        f"pass a folder this user (uid {os.geteuid()}) can write, with {OPTION} or {VARIABLE}; "
+        f"with neither, each user has their own ({SHARED_DEFAULT})"
+    )
+
+
+def _check_own(base: Path, st: os.stat_result, named: str) -> None:
+    """The per-user default sits where every user may create folders: one made by another
+    user, or open to others' writes, could hold what another put there."""
+    euid = os.geteuid()
+    if st.st_uid != euid:
+        raise _refuse(
+            base,
+            f"belongs to uid {st.st_uid}, not to this user (uid {euid})",
+            f"remove it, or choose another folder with {OPTION} or {VARIABLE}",
+            named,
+        )
+    if st.st_mode & 0o022:
+        raise _refuse(
+            base,
+            f"may be written by other users ({stat.filemode(st.st_mode)})",
+            f"chmod go-w {shown(base)}, or remove it and let the run make it",
+            named,
+        )
+
+
+def _check_text(base: Path, layers: Collection[Layer], named: str) -> None:
     text = str(base)
     try:
         text.encode("utf-8")
@@ -98,6 +191,7 @@ def _check_text(base: Path, layers: Collection[Layer]) -> None:
             base,
             "is not valid UTF-8: the run's paths go into its JSON records and check lines",
             "pass a path made of UTF-8 text",
+            named,
         ) from None
     if not text.isprintable():
         raise _refuse(
@@ -105,6 +199,7 @@ def _check_text(base: Path, layers: Collection[Layer]) -> None:
             "holds a control or invisible character: every check line names the run's paths, "
             "one line each",
             "pass a path of printable characters",
+            named,
         )
     if Layer.NONO in layers:
         refused = sorted(NONO_REFUSED_CHARACTERS & set(text))
@@ -114,10 +209,11 @@ def _check_text(base: Path, layers: Collection[Layer]) -> None:
                 base,
                 f"holds {what}, which nono refuses in the path of the key its proxy reads",
                 "pass a path without $ & ; < > ` | or .. for the nono layer",
+                named,
             )
 
 
-def _check_length(base: Path) -> None:
+def _check_length(base: Path, named: str) -> None:
     socket_path = longest_socket_path(base)
     size = len(os.fsencode(socket_path))
     if size > MAX_SOCKET_PATH_BYTES:
@@ -130,11 +226,12 @@ def _check_length(base: Path) -> None:
             f"{RUN_ID_CHARS}-character run id, over the {MAX_SOCKET_PATH_BYTES} a socket's "
             "path can hold",
             f"pass a folder of at most {MAX_SOCKET_PATH_BYTES - spare} bytes, such as the "
-            "default /var/tmp/analyst",
+            f"default {SHARED_DEFAULT}",
+            named,
         )
 
 
-def _check_writable(base: Path, *, exists: bool) -> None:
+def _check_writable(base: Path, *, exists: bool, named: str) -> None:
     """Makes a folder where the run will make its own (in the base, or for a new base in its
     parent) and removes it: the one test that sees read-only mounts, quotas of inodes and file
     systems such as /proc that refuse folders whatever the modes say."""
@@ -143,11 +240,12 @@ def _check_writable(base: Path, *, exists: bool) -> None:
         probe = tempfile.mkdtemp(prefix=".analyst-probe-", dir=where)
     except OSError as error:
         made = "a folder in it" if exists else "it"
-        raise _refuse(
-            base,
-            f"cannot be written: creating {made} fails ({error.strerror})",
-            "pass a folder on a writable filesystem",
-        ) from None
+        problem = f"cannot be written: creating {made} fails ({error.strerror})"
+        if error.errno in (errno.EACCES, errno.EPERM):
+            owner = os.stat(where).st_uid
+            problem += f": {shown(where)} belongs to uid {owner}"
+            raise _refuse(base, problem, _elsewhere(), named) from None
+        raise _refuse(base, problem, "pass a folder on a writable filesystem", named) from None
     os.rmdir(probe)
 
 
@@ -191,14 +289,15 @@ def claimed_run(
     """Sweeps the dead runs' trees, creates this run's tree and holds its lock until the block
     ends; then removes the tree, or with ``keep`` only its lock file."""
     try:
-        base.mkdir()
+        base.mkdir(mode=0o700)
     except FileExistsError:
         # A base someone else made keeps its modes: the pod's volume, or the base a run
         # started at the same moment made between this run's check and now.
         pass
     else:
-        # One made here must be traversable by the tool's uid whatever the umask.
-        os.chmod(base, 0o755)
+        # One made here is this user's alone; a root controller's tools run at another uid,
+        # which must pass through it (never list it) to reach their own folders.
+        os.chmod(base, 0o700 if tool.uid == os.geteuid() else 0o711)
     base_fd = os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         fcntl.flock(base_fd, fcntl.LOCK_EX)

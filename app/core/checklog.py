@@ -68,6 +68,9 @@ class CheckLog:
     on_section: Callable[[str], None] | None = None
     # Only FAIL and SKIP lines, each section's header printed before its first of them.
     quiet: bool = False
+    # Told each FAIL before it is printed (its claim and detail), and may raise instead: the
+    # run stops there, without the line, when the fault is a service's rather than the check's.
+    before_fail: Callable[[str], None] | None = None
     section: str = ""
     # The ids the current section will print, in order, and how many it has printed.
     planned: tuple[str, ...] = ()
@@ -145,6 +148,8 @@ class CheckLog:
             self.made += 1
         # A claim's values and its detail may quote a tool, a case or a supplier.
         text, detail = escaped(claim.text), escaped(detail)
+        if outcome == "FAIL" and self.before_fail is not None:
+            self.before_fail(f"{text} ({detail})" if detail else text)
         record = CheckRecord(claim.id, outcome, text, self.section, detail)
         self.records.append(record)
         if self.quiet and outcome == "PASS":

@@ -46,6 +46,14 @@ class LayerUnavailable(AnalystError):
     label = "layer unavailable"
 
 
+class ServiceUnavailable(AnalystError):
+    """A service a local run starts for itself (moto, the supplier API) could not be started on
+    this machine at all: it ended before it listened. Exit 3."""
+
+    exit_code = 3
+    label = "service unavailable"
+
+
 class RunStopped(AnalystError):
     """The run began and stopped: a check failed, a tool or a service broke. Exit 1."""
 

@@ -37,7 +37,6 @@ from app.core.roles import ROLES, Role
 # containers run as, so local and cluster runs show the same numbers.
 UNPRIVILEGED_ID = 1000
 
-DEFAULT_LOCAL_BASE = Path("/var/tmp/analyst")
 WORKER_SOURCE = Path(__file__).resolve().parents[1] / "tools" / "worker"
 WORKER_PACKAGE = "analyst_worker"
 # The launcher's first code in every tool process (app/tools/loader.py), staged beside the

@@ -13,6 +13,8 @@ has taken from clients without the key.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
 import os
 import threading
@@ -48,25 +50,36 @@ def _run_prefix(request_id: str) -> str:
 
 
 class _Rotating:
-    """One append-only JSON-lines file, moved to ``.1`` when it passes MAX_FILE_BYTES."""
+    """One append-only JSON-lines file, moved to ``.1`` when it passes MAX_FILE_BYTES.
+
+    Written with one unbuffered write per entry: a write that fails (a full disk) leaves nothing
+    of the entry behind, neither in a buffer to be flushed later as if it had been logged, nor
+    half a line in the file (what part of it landed is cut off again)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.previous = path.with_name(path.name + ".1")
-        self._file = self._open()
+        self._fd = self._open()
 
-    def _open(self) -> Any:
+    def _open(self) -> int:
         # O_APPEND: every write lands at the end, whoever else has the file open.
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
-        return os.fdopen(fd, "a", encoding="ascii")
+        return os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
 
     def write(self, line: str) -> None:
-        self._file.write(line + "\n")
-        self._file.flush()
-        if self._file.tell() > MAX_FILE_BYTES:
-            self._file.close()
+        data = (line + "\n").encode("ascii")
+        size = os.fstat(self._fd).st_size
+        try:
+            written = os.write(self._fd, data)
+            if written != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, size)
+            raise
+        if size + written > MAX_FILE_BYTES:
+            os.close(self._fd)
             os.replace(self.path, self.previous)
-            self._file = self._open()
+            self._fd = self._open()
 
     def lines(self) -> list[str]:
         found: list[str] = []
@@ -78,7 +91,9 @@ class _Rotating:
         return found
 
     def close(self) -> None:
-        self._file.close()
+        # Nothing is buffered, so closing cannot fail for want of space.
+        with contextlib.suppress(OSError):
+            os.close(self._fd)
 
 
 class RequestLog:

@@ -15,18 +15,30 @@ leaves to the server, it decides here, stricter than h11: two Content-Length hea
 equal, or one beside Transfer-Encoding, are refused (400) and the connection closed; the
 request line, the header count and the head's size are bounded; only HTTP/1.0 and 1.1 are
 spoken.
+
+Bounded under any client: a fixed pool of MAX_WORKERS threads serves connections, one each,
+and a connection past them is answered 503 by a refuser of its own (at most MAX_REFUSING at
+once, past that closed unanswered); each request, from its connection's accept or the end of
+the previous answer to the last byte of its answer, has REQUEST_DEADLINE_SECONDS in all (the
+TLS handshake, every read and every write take from it), so a client that trickles its head
+holds a worker no longer than that.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import os
+import queue
 import secrets
 import socket
 import socketserver
 import ssl
 import stat
+import sys
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -48,8 +60,18 @@ MAX_DRAINED_BYTES: Final = 1024 * 1024
 MAX_HEAD_BYTES: Final = 16 * 1024
 MAX_TARGET_BYTES: Final = 4 * 1024
 MAX_HEADERS: Final = 64
-# A client that stalls mid-handshake or mid-request holds one thread for at most this long.
-SOCKET_TIMEOUT_SECONDS: Final = 10
+# A whole request (handshake, head, body and answer) ends within this, however its client
+# trickles; a keep-alive connection's wait for its next request counts toward that request.
+REQUEST_DEADLINE_SECONDS: Final = 10.0
+# Connections served at once, one worker thread each; the bench's 50 slow clients leave room.
+MAX_WORKERS: Final = 64
+# Connections past MAX_WORKERS answered 503 at once; past these they are closed unanswered.
+MAX_REFUSING: Final = 16
+# A refusal's handshake and 503, all of it.
+REFUSAL_DEADLINE_SECONDS: Final = 2.0
+# Each worker's stack: the handler's frames need little, and the default 8 MiB is address space.
+THREAD_STACK_BYTES: Final = 512 * 1024
+SEND_SLICE_BYTES: Final = 64 * 1024
 RECEIVE_BYTES: Final = 64 * 1024
 REQUEST_ID_HEADER: Final = "X-Analyst-Request-ID"
 KEY_HEADER: Final = "X-Api-Key"
@@ -84,15 +106,78 @@ def tls_context(cert: Path, key: Path) -> ssl.SSLContext:
     return context
 
 
-class SupplierServer(socketserver.ThreadingTCPServer):
-    """Accepts plain TCP and does the TLS handshake in the request's own thread.
+class _Deadline:
+    """The time a request has left; every socket operation is given only that."""
 
-    Wrapping the listening socket instead would run each handshake in the accept loop, where
-    one client that never finishes its handshake would stall every other client.
+    def __init__(self, seconds: float) -> None:
+        self.end = time.monotonic() + seconds
+
+    def arm(self, sock: socket.socket) -> None:
+        left = self.end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request's deadline has passed")
+        sock.settimeout(left)
+
+
+def send_within(sock: socket.socket, data: bytes, deadline: _Deadline) -> None:
+    """sendall in slices, each given what is left of the deadline (SSLSocket.sendall would
+    give every one of its sends the whole timeout again)."""
+    view = memoryview(data)
+    while view:
+        deadline.arm(sock)
+        sent = sock.send(view[:SEND_SLICE_BYTES])
+        view = view[sent:]
+
+
+class _Pool:
+    """At most ``size`` daemon threads, started as work needs them and kept: daemons, so that a
+    stop (SIGTERM) never waits on a client, whose request has its own deadline anyway."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size = size
+        self.name = name
+        self._jobs: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = 0
+        self._idle = 0
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            grow = self._idle == 0 and self._started < self.size
+            if grow:
+                self._started += 1
+            else:
+                self._idle -= 1
+        self._jobs.put(job)
+        if grow:
+            threading.Thread(target=self._work, name=self.name, daemon=True).start()
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            job()
+            with self._lock:
+                self._idle += 1
+
+    def stop(self) -> None:
+        with self._lock:
+            started, self._started = self._started, self.size  # nothing starts after this
+        for _ in range(started):
+            self._jobs.put(None)
+
+
+class SupplierServer(socketserver.TCPServer):
+    """Accepts plain TCP in one thread and hands each connection to a bounded pool, which does
+    the TLS handshake: wrapping the listening socket instead would run each handshake in the
+    accept loop, where one client that never finishes its handshake would stall every other.
     """
 
-    daemon_threads = True
     allow_reuse_address = True
+    # The listen backlog: a burst of connections waits there for the accept loop, which takes
+    # each at once (to a worker, a refuser, or closed), rather than having its SYN dropped.
+    request_queue_size = 256
 
     def __init__(
         self,
@@ -108,27 +193,99 @@ class SupplierServer(socketserver.ThreadingTCPServer):
         self.catalog = catalog
         self.log = log
         self.drafts = DraftStore()
+        self._free = threading.BoundedSemaphore(MAX_WORKERS)
+        self._refusing = threading.BoundedSemaphore(MAX_REFUSING)
+        threading.stack_size(THREAD_STACK_BYTES)
+        self._workers = _Pool(MAX_WORKERS, "supplier")
+        self._refusers = _Pool(2, "refuser")
+        self._log_failed = False
         if ":" in address[0]:
             self.address_family = socket.AF_INET6
         super().__init__(address, socketserver.BaseRequestHandler)
 
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if self._free.acquire(blocking=False):
+            self._workers.submit(lambda: self._serve(request, self._free))
+        elif self._refusing.acquire(blocking=False):
+            self._refusers.submit(lambda: self._refuse(request))
+        else:
+            request.close()  # a flood past both bounds: the kernel's backlog is the client's
+
+    def _serve(self, request: socket.socket, slot: threading.BoundedSemaphore) -> None:
+        try:
+            self.finish_request(request, None)
+        except BaseException:  # nothing of a client's may end a worker loudly
+            request.close()
+        finally:
+            slot.release()
+
     def finish_request(self, request: Any, client_address: Any) -> None:
-        request.settimeout(SOCKET_TIMEOUT_SECONDS)
+        deadline = _Deadline(REQUEST_DEADLINE_SECONDS)
+        tls_socket = self._handshake(request, deadline)
+        if tls_socket is None:
+            return
+        try:
+            _Connection(tls_socket, self, deadline).serve()
+        except OSError:
+            pass  # the client went away or ran out of time mid-answer: its entry is logged
+        finally:
+            tls_socket.close()
+
+    def _handshake(self, request: socket.socket, deadline: _Deadline) -> ssl.SSLSocket | None:
         # Headers and body go out as separate writes; without this, Nagle holds the body back
         # until the client's delayed ACK, ~40 ms per request.
-        request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
-            tls_socket = self.tls.wrap_socket(request, server_side=True)
+            request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            deadline.arm(request)
+            tls_socket = self.tls.wrap_socket(
+                request, server_side=True, do_handshake_on_connect=False
+            )
+            deadline.arm(tls_socket)
+            tls_socket.do_handshake()  # one call: CPython gives its retries one deadline
         except (ssl.SSLError, OSError):
             # A failed handshake is not a request: nothing was asked, so nothing is logged.
             request.close()
-            return
+            return None
+        return tls_socket
+
+    def _refuse(self, request: socket.socket) -> None:
+        """A connection past the pool: 503 and closed, its request unread and not logged
+        (nothing of it is served)."""
         try:
-            _Connection(tls_socket, self).serve()
+            deadline = _Deadline(REFUSAL_DEADLINE_SECONDS)
+            tls_socket = self._handshake(request, deadline)
+            if tls_socket is None:
+                return
+            with tls_socket:
+                body = b'{"error":"service unavailable"}'
+                head = (
+                    "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\nRetry-After: 1\r\n"
+                    "Server: synthetic-supplier-api\r\nConnection: close\r\n\r\n"
+                )
+                send_within(tls_socket, head.encode("ascii") + body, deadline)
         except OSError:
-            pass  # the client went away mid-answer: what it was sent is logged already
+            request.close()
         finally:
-            tls_socket.close()
+            self._refusing.release()
+
+    def log_failed(self, error: OSError) -> None:
+        """Says once on stderr that the request log cannot be written (its requests are being
+        answered 500)."""
+        if not self._log_failed:
+            self._log_failed = True
+            with contextlib.suppress(OSError, ValueError):
+                print(
+                    f"supplier API: the request log cannot be written "
+                    f"({error.strerror or error}); requests are answered 500 until it can",
+                    file=sys.stderr,
+                    flush=True,
+                )
+
+    def server_close(self) -> None:
+        super().server_close()
+        self._workers.stop()
+        self._refusers.stop()
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         # The default prints a traceback that may quote request data; a broken client
@@ -170,9 +327,10 @@ class _Connection:
     """One client's connection: its requests in turn, each in a fresh h11 cycle fed with what
     the last one left (a pipelined request is read only once the one before it is through)."""
 
-    def __init__(self, sock: ssl.SSLSocket, server: SupplierServer) -> None:
+    def __init__(self, sock: ssl.SSLSocket, server: SupplierServer, deadline: _Deadline) -> None:
         self.sock = sock
         self.server = server
+        self.deadline = deadline
 
     def serve(self) -> None:
         pending = b""
@@ -181,9 +339,11 @@ class _Connection:
             if leftover is None:
                 return
             pending = leftover
+            self.deadline = _Deadline(REQUEST_DEADLINE_SECONDS)
 
     def _receive(self) -> bytes:
         try:
+            self.deadline.arm(self.sock)
             return self.sock.recv(RECEIVE_BYTES)
         except (TimeoutError, OSError):
             return b""
@@ -273,7 +433,8 @@ class _Connection:
         if declared and int(declared[0]) > MAX_DRAINED_BYTES:
             raise _Refused(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, request)
         if conn.they_are_waiting_for_100_continue:
-            self.sock.sendall(conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+            continuing = conn.send(h11.InformationalResponse(status_code=100, headers=[]))
+            send_within(self.sock, continuing or b"", self.deadline)
         chunks, size = [], 0
         while True:
             event = self._next(conn)
@@ -358,15 +519,27 @@ class _Connection:
     ) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.OK, {"entries": self.server.log.entries()}
 
-    def _log(self, request: _Request, status: int, *, authenticated: bool) -> None:
+    def _log(self, request: _Request, status: int, *, authenticated: bool) -> bool:
+        """Logs the request; False when the log could not be written (nothing of the entry
+        is left in it)."""
         ids = request.header(REQUEST_ID_HEADER)
+        try:
+            self._append(request, status, authenticated, ids[0] if ids else None)
+        except OSError as error:
+            self.server.log_failed(error)
+            return False
+        return True
+
+    def _append(
+        self, request: _Request, status: int, authenticated: bool, request_id: str | None
+    ) -> None:
         self.server.log.append(
             Logged(
                 request.method,
                 request.path,
                 request.version,
                 int(status),
-                ids[0] if ids else None,
+                request_id,
                 authenticated,
             )
         )
@@ -382,8 +555,11 @@ class _Connection:
         close: bool = True,
     ) -> None:
         """Logs the request with its status, then sends the answer (when the connection can
-        still carry one)."""
-        self._log(request, status, authenticated=authenticated)
+        still carry one). A request the log cannot take is answered 500, never as if served,
+        and the 500 is logged if the log takes that; the connection then closes."""
+        if not self._log(request, status, authenticated=authenticated):
+            status, payload, close = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "log failed"}, True
+            self._log(request, status, authenticated=authenticated)
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
@@ -404,7 +580,7 @@ class _Connection:
             out += conn.send(h11.EndOfMessage()) or b""
         except h11.LocalProtocolError:
             return
-        self.sock.sendall(out)
+        send_within(self.sock, out, self.deadline)
 
 
 def _phrase(status: int) -> str:

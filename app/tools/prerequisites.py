@@ -105,9 +105,16 @@ def interpreter() -> Prerequisite:
     )
 
 
+# What `run` checks of the work directory before anything exists (doctor lists it first): the
+# tool uid's way to it is checked only after it, so doctor never passes one and fails the other.
+WORK_DIR_HOLDS_A_RUN = "the work directory can hold a run's tree (name, length, place, writable)"
+
+
 def work_directory(directory: Path, tool: ToolIdentity) -> Prerequisite:
     def check() -> Finding:
-        # A base that does not exist yet is created 0755 by the run: its parent decides.
+        # A base that does not exist yet is created by the run, open to the tool uid (0711
+        # for a root controller's, 0700 when the tool is the controller's own uid): its
+        # parent decides.
         existing = next(p for p in [directory, *directory.parents] if p.exists())
         blocked = blocking_directory(existing, tool)
         if blocked is None:
@@ -115,10 +122,12 @@ def work_directory(directory: Path, tool: ToolIdentity) -> Prerequisite:
         return missing(
             f"{blocked} ({stat.filemode(blocked.stat().st_mode)}) is closed to the tool uid "
             f"{tool.uid}, so a tool cannot reach the run's files",
-            "use a work directory every user can traverse (the default, /var/tmp/analyst)",
+            "use a work directory the tool uid can pass through (left unset, each user has "
+            "their own, /var/tmp/analyst-<uid>)",
         )
 
     return Prerequisite(
         f"the work directory is open to the tool uid {tool.uid}, so a tool can reach its files",
         check,
+        (WORK_DIR_HOLDS_A_RUN,),
     )

@@ -114,7 +114,7 @@ def test_the_longest_work_directory_that_fits_runs_and_one_byte_more_is_refused(
         f"error (bad input): --workdir {too_long}: is too long: a run binds a unix socket at "
         f"{too_long}/<run id>/attacks/controller.sock, 108 bytes with its 32-character run id, "
         "over the 107 a socket's path can hold; pass a folder of at most 50 bytes, such as the "
-        "default /var/tmp/analyst"
+        "default /var/tmp/analyst-<uid>"
     )
     done = controller(
         "run", "--layer", layer, "--workdir", str(fits), "--out", str(work_base / "o")

@@ -41,6 +41,9 @@ def test_a_small_bench_prints_every_figure_beside_its_goal() -> None:
         r"interpreter and imports +\d+",
         r"report page +\d+ +\d+",
         r"supplier proxy +\d+",
+        r"valid reads +[\d.]+ /s, p50 +[\d.]+ ms, p99 +[\d.]+ ms, \d+ failed +goal p99 <= 50 ms: "
+        r"(met|MISSED)",
+        r"server peak RSS +[\d.]+ MiB, at most \d+ threads +goal < 64 MiB: (met|MISSED)",
         r"2 of 2 passed +goal all 2: met",
         r"none shared: 2 run ids",
     ):

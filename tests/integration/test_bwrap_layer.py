@@ -195,8 +195,8 @@ def test_preflight_names_a_work_directory_the_tool_cannot_enter(run: Run) -> Non
         shutil.rmtree(closed)
     assert str(caught.value) == (
         f"{closed} (drwx------) is closed to the tool uid {run.tool.uid}, so a tool cannot "
-        "reach the run's files; use a work directory every user can traverse (the default, "
-        "/var/tmp/analyst)"
+        "reach the run's files; use a work directory the tool uid can pass through (left unset, "
+        "each user has their own, /var/tmp/analyst-<uid>)"
     )
 
 

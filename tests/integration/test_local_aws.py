@@ -15,7 +15,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.services import local_aws
-from app.controller.services.local_aws import LocalAws, LocalAwsError, LocalAwsSettings
+from app.controller.services.local_aws import (
+    LocalAws,
+    LocalAwsSettings,
+    MotoUnavailable,
+)
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import OK, CaseStore
@@ -152,8 +156,9 @@ def test_a_moto_that_cannot_start_stops_the_setup_naming_its_output(
     tool = ToolIdentity.for_this_controller()
     paths = create_run(tmp_path / "runs", tool)
     local = LocalAws(paths, tool, run_seed(load_case_folder(CASE_DIR)), control_seed("rfp-001"))
-    with pytest.raises(LocalAwsError) as stopped:
+    with pytest.raises(MotoUnavailable) as stopped:
         local.__enter__()
+    assert stopped.value.exit_code == 3
     assert "moto did not start" in str(stopped.value)
     assert "moto_listener exited 3 (output: no moto here)" in str(stopped.value)
     assert local.pid is None  # stopped

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.services.local_supplier import LocalSupplierService, SupplierServiceError
+from app.controller.services.local_supplier import LocalSupplierService, SupplierUnavailable
 from app.controller.services.pki import generate_run_pki
 from app.controller.supplier_client import SupplierClient
 from app.core.calls import CallLog, SupplierConnectionError
@@ -177,7 +177,9 @@ def test_start_up_failure_names_the_cause(tmp_path: Path) -> None:
     tool = ToolIdentity.for_this_controller()
     paths = create_run(tmp_path / "runs", tool)
     with (
-        pytest.raises(SupplierServiceError, match="case_id must match"),
+        pytest.raises(
+            SupplierUnavailable, match=r"exited 2 before it listened.*case_id must match"
+        ),
         LocalSupplierService(paths, tool, [broken], startup_timeout=5),
     ):
         pass

@@ -6,6 +6,7 @@ import contextlib
 import json
 import ssl
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from app.controller import supplier_client
 from app.controller.services.pki import generate_run_pki
 from app.controller.supplier_client import SupplierClient
 from app.core.calls import CallLog, SupplierConnectionError, SupplierReplyError
@@ -21,6 +23,7 @@ from app.core.endpoints import SupplierEndpoint
 pytestmark = pytest.mark.integration
 
 SUPPLIERS = ["cedar", "harbor", "northstar"]
+TRICKLE = b"<trickle>"
 
 
 class Hostile(BaseHTTPRequestHandler):
@@ -35,6 +38,9 @@ class Hostile(BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         self.server.seen.append(dict(self.headers))
         body, declared = self.server.reply
+        if body == TRICKLE:
+            self._trickle()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(declared if declared is not None else len(body)))
@@ -43,6 +49,15 @@ class Hostile(BaseHTTPRequestHandler):
         # The client may hang up once it has seen enough: that is the point of the test.
         with contextlib.suppress(OSError):
             self.wfile.write(body)
+
+    def _trickle(self) -> None:
+        """A status line, then a header line every half second, for longer than any deadline."""
+        with contextlib.suppress(OSError):
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            for n in range(60):
+                self.wfile.write(f"X-Trickle-{n}: 1\r\n".encode())
+                self.wfile.flush()
+                time.sleep(0.5)
 
 
 @pytest.fixture(scope="module")
@@ -173,4 +188,21 @@ def test_unreachable_server_is_recorded_as_not_reaching(tmp_path: Path) -> None:
         client.request("GET", "/cases/rfp-001/suppliers")
     assert client.calls.records[0].reaches_upstream is False
     assert client.calls.records[0].status is None
-    assert not client.tcp_reachable()
+    # A control that cannot connect stops the run naming the service; it is never a FAIL.
+    with pytest.raises(SupplierConnectionError, match="it refused the connection"):
+        client.tcp_reachable()
+
+
+def test_a_reply_trickled_a_line_at_a_time_is_cut_at_the_requests_deadline(
+    hostile: tuple[Any, SupplierEndpoint], client: SupplierClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each read gets its bytes well within the per-read timeout; the whole request still ends
+    at its deadline, naming the supplier API."""
+    monkeypatch.setattr(supplier_client, "REQUEST_DEADLINE_SECONDS", 2.0)
+    serve(hostile[0], body=TRICKLE)
+    started = time.monotonic()
+    with pytest.raises(SupplierConnectionError) as stopped:
+        client.request("GET", "/cases/rfp-001/suppliers")
+    took = time.monotonic() - started
+    assert 1.9 < took < 4.0, took
+    assert str(stopped.value).endswith("the supplier API did not answer within 2s: it is stalled")

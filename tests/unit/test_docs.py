@@ -11,7 +11,7 @@ from pathlib import Path
 from app.controller.doctor import layer_prerequisites, run_settings
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
-from app.core.run_tree import DEFAULT_LOCAL_BASE, ToolIdentity
+from app.core.run_tree import ToolIdentity
 from tests.support.docs import (
     DOCS_DIR,
     README,
@@ -30,6 +30,8 @@ MAKEFILE = REPO_ROOT / "Makefile"
 README_MAX_LINES = 250
 # What one screen of a terminal shows of the README before any scrolling.
 FIRST_SCREEN_LINES = 24
+# The work directory the doctor sample shows: a user's own default.
+SAMPLE_BASE = Path("/var/tmp/analyst-1000")
 
 
 def _broken_links(page: Path) -> list[str]:
@@ -149,8 +151,8 @@ def test_the_doctor_sample_shows_the_prerequisites_doctor_checks() -> None:
     shown = re.findall(r"^PASS (.+?): ", sample, flags=re.MULTILINE)
     tool = ToolIdentity(1000, 1000)
     listed = [
-        *run_settings(Layer.BUBBLEWRAP, DEFAULT_LOCAL_BASE),
-        *layer_prerequisites(Layer.BUBBLEWRAP, tool, DEFAULT_LOCAL_BASE),
+        *run_settings(Layer.BUBBLEWRAP, SAMPLE_BASE),
+        *layer_prerequisites(Layer.BUBBLEWRAP, tool, SAMPLE_BASE),
     ]
     titles = [item.claim for item in listed]
     assert shown == titles

@@ -40,7 +40,7 @@ def test_a_new_out_is_filled_in_one_step(tmp_path: Path) -> None:
     with OutClaim(target, RUN_ID) as claim:
         assert not (tmp_path / "out").exists()  # nothing there until the whole report is
         assert claim.staging.is_dir() and claim.staging.parent == tmp_path
-        claim.publish(_report(tmp_path))
+        claim.publish(_report(tmp_path), kept_elsewhere=None)
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "evidence.json",
         "recommendation.md",
@@ -51,7 +51,7 @@ def test_a_new_out_is_filled_in_one_step(tmp_path: Path) -> None:
 def test_an_existing_empty_out_is_filled(tmp_path: Path) -> None:
     (tmp_path / "out").mkdir()
     with OutClaim(check_target(tmp_path / "out", create_parent=False), RUN_ID) as claim:
-        claim.publish(_report(tmp_path))
+        claim.publish(_report(tmp_path), kept_elsewhere=None)
     assert (tmp_path / "out" / "recommendation.md").read_text() == "the recommendation.md\n"
 
 
@@ -60,7 +60,7 @@ def test_an_out_filled_meanwhile_is_never_mixed_into(tmp_path: Path) -> None:
         (tmp_path / "out").mkdir()
         (tmp_path / "out" / "someone-else.md").write_text("theirs")
         with pytest.raises(OutNotWritten, match="was filled or replaced by something else"):
-            claim.publish(_report(tmp_path))
+            claim.publish(_report(tmp_path), kept_elsewhere=None)
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["someone-else.md"]
     assert not claim.staging.exists()
 
@@ -87,7 +87,7 @@ def test_the_claim_of_a_dead_run_is_taken_over(tmp_path: Path) -> None:
     (dead / "evidence.json").write_text("trunc")
     with OutClaim(check_target(tmp_path / "out", create_parent=False), RUN_ID) as claim:
         assert not dead.exists()
-        claim.publish(_report(tmp_path))
+        claim.publish(_report(tmp_path), kept_elsewhere=None)
 
 
 # --- the work directory ---------------------------------------------------------------------

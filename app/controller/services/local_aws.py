@@ -43,9 +43,9 @@ from botocore.loaders import Loader, create_loader
 from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.services.processes import LoopbackService
 from app.controller.services.seeds import SeedCase
-from app.controller.store import CaseStore
+from app.controller.store import AwsDeadline, CaseStore
 from app.core.endpoints import AwsCredentialFile, HostPort
-from app.core.errors import RunStopped
+from app.core.errors import RunStopped, ServiceUnavailable
 from app.core.iam_policy import render_permissions_policy
 from app.core.repo import REPO_ROOT
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
@@ -61,10 +61,18 @@ ADMIN_USER = "analyst-local-admin"
 CREDENTIALS_FILE = "aws-credentials"
 LOOPBACK = "127.0.0.1"
 MOTO_LOG = "moto.log"
-# How long the bootstrap's first request may wait for moto to start and answer.
+# How long moto may take to say it listens, and to answer the bootstrap's calls: its first
+# request builds IAM's backend (0.24 to 0.39 s measured at a load average of 3; 30 s leaves
+# room for 32 runs at once on two cores).
 STARTUP_TIMEOUT_SECONDS = 30.0
-# How long a moto that did not answer is given to end before it is reported still running.
-EXIT_WAIT_SECONDS = 5.0
+MOTO = "moto (the local S3, IAM and STS)"
+# Every later call, the run's own included: the slowest measured was 0.22 s (CreateBucket, at
+# a load average of 3), most take 7 to 45 ms; 10 s is forty times the slowest. One try: a
+# stalled moto is not helped by asking again, and a retried CreateUser would not be the same.
+LOCAL_DEADLINE = AwsDeadline(MOTO, connect_s=5.0, read_s=10.0, attempts=1)
+BOOTSTRAP_DEADLINE = AwsDeadline(MOTO, connect_s=5.0, read_s=STARTUP_TIMEOUT_SECONDS, attempts=1)
+# How long a moto whose connection closed is given to end before it is reported still running.
+EXIT_WAIT_SECONDS = 1.0
 
 # The requests moto serves before enforcing IAM. Each is one HTTP request (retries are off for
 # the bootstrap client), so the environment variable below is derived from this tuple.
@@ -80,6 +88,13 @@ _ALLOW_ALL = {
 
 class LocalAwsError(RunStopped):
     """The local AWS stand-in could not be set up; the message names the fix."""
+
+
+class MotoUnavailable(ServiceUnavailable):
+    """moto ended before it listened: it cannot run here (exit 3)."""
+
+
+INSTALL_HINT = "check requirements-local.txt (moto and its server) is installed in this environment"
 
 
 @functools.cache
@@ -128,7 +143,9 @@ class LocalAwsSettings:
         return boto3.Session(botocore_session=core)
 
     def store(self) -> CaseStore:
-        return CaseStore.from_session(self.session(), self.bucket, endpoint_url=self.endpoint_url)
+        return CaseStore.from_session(
+            self.session(), self.bucket, endpoint_url=self.endpoint_url, deadline=LOCAL_DEADLINE
+        )
 
 
 def _moto_program() -> list[str]:
@@ -202,12 +219,17 @@ class MotoServer:
             said = os.read(self._ready, 64) if readable else b""
         finally:
             self._release()
-        if not said:  # the pipe closed unwritten, or nothing came in time
-            raise LocalAwsError(
-                f"moto did not start: {moto_failure(self.process, self.state_dir)}",
-                "check requirements-local.txt (moto and its server) is installed in this "
-                "environment",
+        if said:
+            return
+        if readable:  # the pipe closed unwritten: moto ended before it listened
+            raise MotoUnavailable(
+                f"moto did not start: {moto_failure(self.process, self.state_dir)}", INSTALL_HINT
             )
+        raise LocalAwsError(
+            f"moto did not say it listens within {timeout:.0f}s: "
+            f"{moto_failure(self.process, self.state_dir)}",
+            "the machine may be overloaded; run again",
+        )
 
     def _release(self) -> None:
         if self._reservation is not None:
@@ -220,6 +242,14 @@ class MotoServer:
         self._release()
         process, self.process = self.process, None
         return process
+
+
+def _call_of(error: BotoCoreError | ClientError) -> str:
+    """The operation or the address a failed call was making, as botocore names it."""
+    if isinstance(error, ClientError):
+        return error.operation_name
+    kwargs = getattr(error, "kwargs", {})
+    return str(kwargs.get("endpoint_url") or kwargs.get("operation_name") or type(error).__name__)
 
 
 def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
@@ -276,16 +306,12 @@ class LocalAws(LoopbackService):
         self._moto = MotoServer(self.state_dir, len(BOOTSTRAP_CALLS))
         self._endpoint_url = self._moto.endpoint_url
 
-    def _client(self, service: Service, key: tuple[str, str], *, retries: bool = True) -> Any:
+    def _client(self, service: Service, key: tuple[str, str], *, bootstrap: bool = False) -> Any:
         # Credentials are passed to the client, never through the environment, so nothing
-        # else in this process can pick them up.
-        config = Config(
-            retries={"mode": "standard"} if retries else {"total_max_attempts": 1},
-            s3={"addressing_style": "path"},
-            # moto builds each service's backend (IAM's managed policies among them) as its
-            # first request arrives.
-            read_timeout=STARTUP_TIMEOUT_SECONDS,
-        )
+        # else in this process can pick them up. One try each: moto counts the bootstrap's
+        # requests, and none is helped by a second.
+        deadline = BOOTSTRAP_DEADLINE if bootstrap else LOCAL_DEADLINE
+        config: Config = deadline.config(s3={"addressing_style": "path"})
         return self._boto.client(
             service,
             endpoint_url=self._endpoint_url,
@@ -298,7 +324,7 @@ class LocalAws(LoopbackService):
     # -- provisioning -----------------------------------------------------------------------
 
     def _bootstrap_admin(self) -> tuple[str, str]:
-        iam = self._client("iam", _BOOTSTRAP_KEY, retries=False)
+        iam = self._client("iam", _BOOTSTRAP_KEY, bootstrap=True)
         sent: list[str] = []
         # Counts the HTTP requests actually sent, which is what moto counts.
         iam.meta.events.register("before-send.iam", lambda **kwargs: sent.append("iam"))
@@ -317,7 +343,7 @@ class LocalAws(LoopbackService):
     def _require_enforcement(self) -> None:
         """The bootstrap key must now be refused, or IAM is not being evaluated at all."""
         try:
-            self._client("sts", _BOOTSTRAP_KEY, retries=False).get_caller_identity()
+            self._client("sts", _BOOTSTRAP_KEY, bootstrap=True).get_caller_identity()
         except ClientError as exc:
             if exc.response["Error"]["Code"] == "InvalidClientTokenId":
                 return
@@ -386,23 +412,9 @@ class LocalAws(LoopbackService):
                 raise LocalAwsError("moto was not started; use the stand-in inside `with`")
             self._moto.wait_ready()
             try:
-                admin = self._bootstrap_admin()
-            except BotoCoreError as error:
-                raise LocalAwsError(
-                    f"moto did not answer the first request ({error}): "
-                    f"{moto_failure(self._moto.process, self.state_dir)}",
-                    "check requirements-local.txt (moto and its server) is installed in this "
-                    "environment",
-                ) from error
-            self._require_enforcement()
-            self._admin = {"key": admin[0], "secret": admin[1]}
-            admin_arn = self._client("sts", admin).get_caller_identity()["Arn"]
-            case_id = self._seed(admin)
-            role_arn = self._analyst_role(admin, admin_arn, case_id)
-            session_name = f"analyst-{self.paths.run_id[:8]}"
-            assumed = self._client("sts", admin).assume_role(
-                RoleArn=role_arn, RoleSessionName=session_name
-            )
+                role_arn, assumed = self._provision_world()
+            except (BotoCoreError, ClientError) as error:
+                raise self._setup_failed(error) from None
             credentials_file = self._write_credentials(assumed)
         except BaseException:
             self.stop()
@@ -417,6 +429,48 @@ class LocalAws(LoopbackService):
             expected_caller_arn=str(assumed["AssumedRoleUser"]["Arn"]),
         )
 
+    def _provision_world(self) -> tuple[str, dict[str, Any]]:
+        """The calls that give the analyst its world in moto: the role's ARN and the
+        credentials of its assumed session."""
+        admin = self._bootstrap_admin()
+        self._require_enforcement()
+        self._admin = {"key": admin[0], "secret": admin[1]}
+        admin_arn = self._client("sts", admin).get_caller_identity()["Arn"]
+        case_id = self._seed(admin)
+        role_arn = self._analyst_role(admin, admin_arn, case_id)
+        session_name = f"analyst-{self.paths.run_id[:8]}"
+        assumed = self._client("sts", admin).assume_role(
+            RoleArn=role_arn, RoleSessionName=session_name
+        )
+        return role_arn, assumed
+
+    def _setup_failed(self, error: BotoCoreError | ClientError) -> LocalAwsError:
+        """One line for a call of the set-up that failed: moto had started (it said it
+        listens), so the fault is moto's now, never its installation."""
+        process = None if self._moto is None else self._moto.process
+        code = None
+        if process is not None:
+            try:
+                code = process.wait(timeout=EXIT_WAIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                code = None
+        if code is not None:
+            return LocalAwsError(
+                f"moto exited {code} while the run set up the local AWS stand-in "
+                f"({_call_of(error)}): {moto_failure(process, self.state_dir)}",
+                "moto started and then died; see its output above, and run again",
+            )
+        if isinstance(error, ClientError):
+            return LocalAwsError(
+                f"moto refused a call of the set-up ({_call_of(error)}): {error}",
+                "moto's version may not be requirements.lock's; reinstall requirements-local.txt",
+            )
+        deadline = LOCAL_DEADLINE if self._admin else BOOTSTRAP_DEADLINE
+        return LocalAwsError(
+            f"{deadline.no_answer(error)}, while the run set up the local AWS stand-in",
+            "the machine may be overloaded, or moto was stopped; run again",
+        )
+
     def running(self) -> subprocess.Popen[bytes] | None:
         return None if self._moto is None else self._moto.process
 
@@ -426,7 +480,9 @@ class LocalAws(LoopbackService):
         if not self._admin:
             raise LocalAwsError("the local AWS stand-in is not running; use it inside `with`")
         admin = (self._admin["key"], self._admin["secret"])
-        return CaseStore(self._client("s3", admin), self._client("sts", admin), self.bucket)
+        return CaseStore(
+            self._client("s3", admin), self._client("sts", admin), self.bucket, LOCAL_DEADLINE
+        )
 
     def detach(self) -> subprocess.Popen[bytes] | None:
         """Also forgets the admin's keys."""

@@ -17,7 +17,7 @@ from app.controller.services.die_with_controller import dying_with_controller
 from app.controller.services.pki import generate_run_pki
 from app.controller.services.processes import LoopbackService
 from app.core.endpoints import SupplierEndpoint
-from app.core.errors import RunStopped
+from app.core.errors import RunStopped, ServiceUnavailable
 from app.core.repo import REPO_ROOT
 from app.core.run_tree import RunPaths, ToolIdentity, create_secrets_dir, write_secret_file
 
@@ -30,7 +30,11 @@ SERVER_KEY_FILE = "supplier-tls.key"
 
 
 class SupplierServiceError(RunStopped):
-    """The local supplier API could not be started; the message names the fix."""
+    """The local supplier API did not come up in time; the message names the fix."""
+
+
+class SupplierUnavailable(ServiceUnavailable):
+    """The local supplier API ended before it listened: it cannot run here (exit 3)."""
 
 
 def _ensure_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
@@ -111,12 +115,19 @@ class LocalSupplierService(LoopbackService):
             if self._process.poll() is not None:
                 break
             time.sleep(0.01)
+        code = self._process.poll()
         self.stop()
         stderr = self._stderr_file.read_text(encoding="utf-8", errors="replace").strip()
+        if code is not None:
+            raise SupplierUnavailable(
+                f"the local supplier API exited {code} before it listened "
+                f"(stderr: {stderr or 'empty'})",
+                "check the case folders and that port binding on 127.0.0.1 is allowed",
+            )
         raise SupplierServiceError(
-            f"the local supplier API did not start within {self.startup_timeout:.0f}s "
-            f"(stderr: {stderr or 'empty'}); check the case folders and that port binding "
-            "on 127.0.0.1 is allowed"
+            f"the local supplier API did not say it listens within {self.startup_timeout:.0f}s "
+            f"(stderr: {stderr or 'empty'})",
+            "the machine may be overloaded, or the server was stopped; run again",
         )
 
     def start(self) -> None:
