@@ -16,6 +16,7 @@ from app.core.results import Errno
 from app.core.roles import ROLES, Role
 from app.core.tool_limits import ToolLimit, tool_limits
 from app.tools.seccomp import resolve_syscall
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
 
 HOST_FILE = "/etc/passwd"
 LIMITS = tool_limits()
@@ -108,6 +109,25 @@ ATTACKS: tuple[Attack, ...] = (
         ("open-files",),
     ),
     Attack(
+        "other-processes",
+        "reach another process at its uid (the process outside any sandbox; where the tools "
+        "share the controller's uid, the controller, its proxy host and its launch processes "
+        "too): read or set its limits, priority, CPUs, scheduling or I/O priority, move or "
+        "advise its memory, compare its descriptors, or open a pidfd of it",
+        PROCESS_CALLS,
+    ),
+    Attack(
+        "file-metadata",
+        "change the mode, owner, times or extended attributes of another role's output or its "
+        "own, by path, descriptor or directory fd",
+        METADATA_CALLS,
+    ),
+    Attack(
+        "watches",
+        "watch another role's output folder with inotify or fanotify",
+        WATCH_CALLS,
+    ),
+    Attack(
         "limits",
         "lift a limit the launcher set above its value, soft and hard: address space, CPU "
         f"time ({LIMITS.cpu_seconds.value} s), file size, open files, processes "
@@ -131,6 +151,9 @@ SYSCALL_PROBES: tuple[str, ...] = (
     "perf_event_open",
     "shmget",
     "mq_open",
+    *PROCESS_CALLS,
+    *METADATA_CALLS,
+    *WATCH_CALLS,
 )
 
 # What an unconfined process at the tool's uid gets: each call completes, or the kernel
@@ -172,6 +195,17 @@ CONTROL_ANSWERS: dict[str, str] = {
     "address-space": OK,
     "open-files": OK,
     **{probe: OK for probe in LIFT_PROBES},
+    **{probe: OK for probe in PROCESS_CALLS},
+    # No node set to move to, after it found the process and was allowed it.
+    "migrate_pages": "EINVAL",
+    # A pidfd it does not have.
+    "process_madvise": "EBADF",
+    **{probe: OK for probe in METADATA_CALLS},
+    # No such attribute: the kernel looked, with the right to write it.
+    **{probe: "ENODATA" for probe in METADATA_CALLS if "removexattr" in probe},
+    # A NULL attribute block.
+    "file_setattr": "EFAULT",
+    **{probe: OK for probe in WATCH_CALLS},
 }
 
 # What either layer answers to the limits' probes: the kernel's, for limits the launcher's

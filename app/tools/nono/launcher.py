@@ -139,6 +139,14 @@ class NonoLayer(ConfinementLayer):
         profile: dict[str, Any] = json.loads(self.profile_path(role).read_text(encoding="utf-8"))
         return profile
 
+    def helper_processes(self) -> dict[str, int]:
+        """The key-holding proxy host and each launch process."""
+        host = self.proxies.host_pid
+        found = {} if host is None else {"proxy host": host}
+        return found | {
+            f"launch process {index}": pid for index, pid in enumerate(self.launchers.pids(), 1)
+        }
+
     def role_dir(self, role: Role, direction: Direction) -> str:
         """nono does not remap paths: a role names its directories as the host does."""
         workspace = self.run.paths.workspace(role)
