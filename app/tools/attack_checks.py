@@ -50,6 +50,8 @@ from app.tools.seccomp import resolve_syscall
 from app.tools.undumpable_checks import check_undumpable
 
 NEW_OUTPUT = "attack.txt"
+OTHER_PROCESSES = "other-processes"
+OUTSIDE = "the process outside any sandbox"
 # What a role's answers show for a probe they leave out.
 MISSING = "missing"
 
@@ -154,9 +156,9 @@ def process_targets(run: Run, layer: ToolRunner, victim_pid: int) -> dict[str, d
     """The processes the other-processes attack aims at, each with its current values: the one
     outside any sandbox at the tool's uid and, where the tools run at the controller's own uid,
     the controller and the layer's helper processes, all of which that uid alone would reach."""
-    pids = {"outside": victim_pid}
+    pids = {OUTSIDE: victim_pid}
     if os.geteuid() == run.tool.uid:
-        pids |= {"controller": os.getpid(), **layer.helper_processes()}
+        pids |= {"the controller": os.getpid(), **layer.helper_processes()}
     return {
         who: {
             "pid": pid,
@@ -166,7 +168,7 @@ def process_targets(run: Run, layer: ToolRunner, victim_pid: int) -> dict[str, d
             "priority": os.sched_getparam(pid).sched_priority,
             "ioprio": _ioprio(pid),
             # Dumpable: the calls that need ptrace access are made on this one alone.
-            "dumpable": int(who == "outside"),
+            "dumpable": int(who == OUTSIDE),
         }
         for who, pid in pids.items()
     }
@@ -226,6 +228,7 @@ class AttackChecks:
         self.answers = answers
         self.checks = run.checks
         self.answers_seen = AttackAnswers(control={}, roles={})
+        self.process_targets: dict[str, dict[str, Any]] = {}
 
     def check(self) -> None:
         with targets(self.run) as aim:
@@ -233,6 +236,7 @@ class AttackChecks:
             self.checks.begin(c.ATTACKS_SECTION, ipv6=aim.tcp6_port is not None)
             control_dir = str(self.run.paths.workspace("reader").output)
             processes = process_targets(self.run, self.layer, aim.victim_pid)
+            self.process_targets = processes
             control = self.layer.run_unconfined(
                 "attack-surface",
                 attack_parameters(
@@ -267,6 +271,13 @@ class AttackChecks:
             # Last, while the process at the tool's uid outside any sandbox still runs.
             check_undumpable(self.run, self.layer, aim.victim_pid)
 
+    def _aimed_at(self, attack: Attack) -> str:
+        """The other-processes attack's targets, by name and pid, for both lines to say."""
+        if attack.key != OTHER_PROCESSES:
+            return ""
+        named = [f"{who} (pid {target['pid']})" for who, target in self.process_targets.items()]
+        return f"; on {', '.join(named)}"
+
     def _another_roles(self, role: Role) -> dict[str, str]:
         """The next role's output folder and file, by their paths on the host: where a role
         under nono reaches them, and where one under bubblewrap would have to."""
@@ -281,7 +292,8 @@ class AttackChecks:
             c.ATTACK_CONTROL(attack=attack.key, uid=self.run.tool.uid),
             {p: control[p] for p in tried},
             {p: CONTROL_ANSWERS[p] for p in tried},
-            said=", ".join(f"{probe} {_said(control[probe])}" for probe in tried),
+            said=", ".join(f"{probe} {_said(control[probe])}" for probe in tried)
+            + self._aimed_at(attack),
         )
         for probe in attack.probes:
             if probe not in control:
@@ -306,9 +318,12 @@ class AttackChecks:
         self.checks.require(
             c.ATTACK(attack=attack.key, claim=attack.claim, why=self.answers.why[attack.key]),
             not wrong,
-            detail=f"observed {', '.join(wrong)}; expected {described}"
-            if wrong
-            else _by_role(observed),
+            detail=(
+                f"observed {', '.join(wrong)}; expected {described}"
+                if wrong
+                else _by_role(observed)
+            )
+            + self._aimed_at(attack),
         )
 
 

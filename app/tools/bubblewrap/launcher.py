@@ -81,6 +81,10 @@ class BubblewrapLayer(ConfinementLayer):
             code_dir=PurePosixPath(self.run.paths.code),
         )
 
+    def roles_reaching_output(self, role: Role) -> tuple[Role, ...]:
+        # No other role's output is in its mount list.
+        return (role,)
+
     def role_dir(self, role: Role, direction: Direction) -> str:
         # Every role sees its own workspace at the same two paths.
         return INPUT_MOUNT if direction == "in" else OUTPUT_MOUNT

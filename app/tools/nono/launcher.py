@@ -139,10 +139,15 @@ class NonoLayer(ConfinementLayer):
         profile: dict[str, Any] = json.loads(self.profile_path(role).read_text(encoding="utf-8"))
         return profile
 
+    def roles_reaching_output(self, role: Role) -> tuple[Role, ...]:
+        # Landlock has no right for metadata, and every role runs at the same uid, which owns
+        # every role's output: each reaches all of them by path.
+        return ROLES
+
     def helper_processes(self) -> dict[str, int]:
         """The key-holding proxy host and each launch process."""
         host = self.proxies.host_pid
-        found = {} if host is None else {"proxy host": host}
+        found = {} if host is None else {"the proxy host": host}
         return found | {
             f"launch process {index}": pid for index, pid in enumerate(self.launchers.pids(), 1)
         }
