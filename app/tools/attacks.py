@@ -232,6 +232,14 @@ LIMIT_WATCHERS: dict[str, tuple[str, str]] = {
     "processes": ("limits", "its process limit can be set to 2"),
 }
 
+# The baseline's rule groups that are elements of each role's policy (seccomp.py's
+# GROUP_ELEMENTS), each watched by the attack of the same name, and what it shows without it.
+FILTER_GROUP_WATCHERS: dict[str, str] = {
+    "other-processes": "its call on a process outside it gets the kernel's answer, not EPERM",
+    "file-metadata": "it changes its own output's mode, times and attributes",
+    "watches": "it opens an inotify and a fanotify instance",
+}
+
 # Syscalls the baseline refuses that the filter checks of both layers sample, with what the
 # kernel answers the worker's harmless call when no filter does (see the worker's RAW_CALLS).
 FILTER_SAMPLES: dict[str, Errno] = {

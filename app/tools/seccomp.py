@@ -204,7 +204,7 @@ BASELINE: tuple[RuleGroup, ...] = (
                 "pidfd_open",
             ),
         ),
-        element="seccomp.other-processes",
+        element="other-processes",
     ),
     RuleGroup(
         "changing a file's metadata, which Landlock has no right for: its mode, owner, times, "
@@ -234,14 +234,14 @@ BASELINE: tuple[RuleGroup, ...] = (
             "removexattrat",
             "file_setattr",
         ),
-        element="seccomp.file-metadata",
+        element="file-metadata",
     ),
     RuleGroup(
         "watching files: inotify on another role's folder or on the run's secrets, fanotify",
         _refuse(
             "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark"
         ),
-        element="seccomp.watches",
+        element="watches",
     ),
 )
 
@@ -260,6 +260,16 @@ NESTED_USERNS = RuleGroup(
     ),
 )
 NONO_BASELINE: tuple[RuleGroup, ...] = (*BASELINE, NESTED_USERNS)
+# The groups that are elements of each role's policy (elements.json), in order: a role's filter
+# holds those its policy names, so that ``--break`` and the removal test can leave one out.
+GROUP_ELEMENTS: tuple[str, ...] = tuple(group.element for group in BASELINE if group.element)
+
+
+def _kept(groups: Sequence[RuleGroup], left_out: frozenset[str]) -> tuple[RuleGroup, ...]:
+    unknown = left_out - set(GROUP_ELEMENTS)
+    if unknown:
+        raise ValueError(f"no rule group of the baseline is named {sorted(unknown)}")
+    return tuple(group for group in groups if group.element not in left_out)
 
 
 def rules_of(groups: Sequence[RuleGroup]) -> tuple[Rule, ...]:
@@ -427,15 +437,17 @@ def _read_all(fd: int) -> bytes:
 
 
 @cache
-def baseline_filter() -> SeccompFilter:
-    """The filter the bubblewrap layer hands bwrap for every tool process."""
-    return compile_filter("baseline", rules_of(BASELINE))
+def baseline_filter(left_out: frozenset[str] = frozenset()) -> SeccompFilter:
+    """The filter the bubblewrap layer hands bwrap for every tool process; ``left_out`` names
+    GROUP_ELEMENTS a role's policy leaves out (never in a shipped run)."""
+    return compile_filter("baseline", rules_of(_kept(BASELINE, left_out)))
 
 
 @cache
-def nono_baseline_filter() -> SeccompFilter:
-    """The filter every nono tool process installs before it reads its arguments."""
-    return compile_filter("nono-baseline", rules_of(NONO_BASELINE))
+def nono_baseline_filter(left_out: frozenset[str] = frozenset()) -> SeccompFilter:
+    """The filter every nono tool process installs before it reads its arguments; ``left_out``
+    as for baseline_filter."""
+    return compile_filter("nono-baseline", rules_of(_kept(NONO_BASELINE, left_out)))
 
 
 @cache

@@ -142,7 +142,11 @@ class BubblewrapLayer(ConfinementLayer):
         """The whole command line of one call and the filter fds it passes; the fds are closed
         when the call is done with them."""
         base = self.role_argv(role, policy)
-        filters = [baseline_filter()] if policy.passes_seccomp(role) else []
+        filters = (
+            [baseline_filter(policy.filter_groups_left_out(role))]
+            if policy.passes_seccomp(role)
+            else []
+        )
         filters += extra_filters
         fds = [program_fd(f) for f in filters]
         try:

@@ -38,7 +38,8 @@ ANSWERS = LayerAnswers(
         "disk": "its profile grants each of its output files, not the directory, and the "
         "loader's RLIMIT_FSIZE holds each file to 1 MiB",
         "other-processes": "the baseline filter: the kernel asks for no more than the uid, and "
-        "Landlock's scopes do not cover these calls",
+        "Landlock's scopes do not cover these calls (migrate_pages, move_pages and kcmp, "
+        "which need ptrace access, Landlock refuses too)",
         "file-metadata": "the baseline filter: Landlock has no right for a file's metadata",
         "watches": "the baseline filter",
         **LIMIT_REASONS,
