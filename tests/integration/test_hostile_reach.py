@@ -15,13 +15,17 @@ controller's own (a launch process under nono).
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import sys
+import sysconfig
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from app.core.run_tree import ToolIdentity
+from app.core.run_tree import INTERPRETER, ToolIdentity
 from app.tools.seccomp import resolve_syscall
 from tests.integration.test_hostile_limits import the_stop
 from tests.support.hostile import Step, run_hostile
@@ -57,7 +61,7 @@ TRIED = (
     "inotify",
     "inotify_add_watch",
 )
-ALL_REFUSED = "; ".join(f"{name} EPERM" for name in TRIED)
+ALL_REFUSED = "scan found 0; " + "; ".join(f"{name} EPERM" for name in TRIED)
 
 
 @pytest.fixture
@@ -102,3 +106,61 @@ def test_no_role_reaches_another_process_or_file_metadata(
         f"hostile tried: {ALL_REFUSED}"
     ), stop
     assert _state(target) == before
+
+
+@pytest.fixture(scope="module")
+def interpreter_at_tool_uid() -> Iterator[Path]:
+    """An interpreter the tools' uid can run, with this environment's packages: the system's
+    own (this one may sit in a folder only root reads), in a venv whose one .pth names this
+    environment's site-packages, so that every process the controller starts finds them."""
+    system = Path(INTERPRETER)
+    here = sysconfig.get_path("purelib")
+    version = subprocess.run(
+        [str(system), "-c", "import sys; print(sys.version_info[:2])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    if version != str(sys.version_info[:2]):
+        pytest.skip(f"{system} is Python {version}, this environment's packages are for another")
+    made = Path(tempfile.mkdtemp(prefix="analyst-same-uid-", dir="/var/tmp"))
+    os.chmod(made, 0o755)
+    venv = made / "python"
+    subprocess.run([str(system), "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    (site / "environment.pth").write_text(f"{here}\n")
+    for path in [made, *made.rglob("*")]:
+        path.chmod(path.stat().st_mode | 0o444 | (0o111 if path.is_dir() else 0))
+    yield venv / "bin" / "python"
+    shutil.rmtree(made, ignore_errors=True)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="starting the controller at the tools' uid needs root"
+)
+@pytest.mark.parametrize("layer", LAYERS)
+def test_with_the_controller_at_the_tools_uid_no_role_reaches_it(
+    layer: str, work_base: Path, target: int, interpreter_at_tool_uid: Path
+) -> None:
+    """As in the pod: the controller, the proxy host and the launch processes run at the uid
+    the tools run at, which is all the kernel asks of these calls; the tool's parent is one of
+    them, and its scan of the pids near its own finds none of them."""
+    tool = ToolIdentity.for_this_controller()
+    os.chown(work_base, tool.uid, tool.gid)
+    # The controller's own interpreter, at the tools' uid, as the pod's controller runs.
+    as_tool = ["setpriv", f"--reuid={tool.uid}", f"--regid={tool.gid}", "--clear-groups"]
+    script = f'shift; HOME="{work_base}" exec "{interpreter_at_tool_uid}" "$@"'
+    before = _state(target)
+    run = run_hostile(
+        work_base, layer, [_step([target])], command=[*as_tool, "sh", "-c", script, "sh"]
+    )
+    stop = the_stop(run)
+    assert stop == (
+        f"error (run stopped): the {ROLE}'s tool process exited 3 with 0 result lines: "
+        f"hostile tried: {ALL_REFUSED}"
+    ), stop
+    assert _state(target) == before
+    # The controller ran at the tools' uid: the checks that only such a run makes were made,
+    # and the run's own attack aimed at the controller too, before the hostile tool stopped it.
+    assert f"PASS no process at the controller's uid {tool.uid} can open" in run.stdout
+    assert "the controller (pid " in run.stdout

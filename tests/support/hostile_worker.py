@@ -429,8 +429,9 @@ def _summed(answers: list[str]) -> str:
 
 
 def reach(args: dict[str, Any]) -> None:
-    """Re-limits, renices, pins and reprioritises each of ``args["pids"]`` (processes at its
-    uid outside any sandbox) and its own parent, opens a pidfd of each and compares their
+    """Counts the processes at its uid near its own pid (a read-only prlimit64 of each), then
+    re-limits, renices, pins and reprioritises each of ``args["pids"]`` (processes at its uid
+    outside any sandbox) and its own parent, opens a pidfd of each and compares their
     descriptors; then changes the mode, times and attributes of ``args["other"]``'s output
     (by its path on the host) and of its own, and watches the other's folder. Exits 3 saying
     what each call got on every target: ``hostile tried: NAME ANSWER; ...``."""
@@ -459,7 +460,18 @@ def reach(args: dict[str, Any]) -> None:
         "pidfd_open": lambda pid: raw("pidfd_open", pid, 0),
         "kcmp": lambda pid: raw("kcmp", pid, pid, 0, 0, 1),
     }
-    said = [
+    # The attacker's discovery: a read-only prlimit64 of each pid near its own finds every
+    # process at its uid (counted only: what it attacks is the list above).
+    old_limit = ctypes.create_string_buffer(16)
+    near = range(max(1, os.getpid() - 4000), os.getpid() + 4000)
+    found = [
+        pid
+        for pid in near
+        if pid != os.getpid()
+        and _errno_of(partial(raw, "prlimit64", pid, 4, None, old_limit)) == "ok"
+    ]
+    said = [f"scan found {len(found)}"]
+    said += [
         f"{name} {_summed([_errno_of(partial(call, pid)) for pid in pids])}"
         for name, call in on_processes.items()
     ]
