@@ -164,3 +164,29 @@ def test_with_the_controller_at_the_tools_uid_no_role_reaches_it(
     # and the run's own attack aimed at the controller too, before the hostile tool stopped it.
     assert f"PASS no process at the controller's uid {tool.uid} can open" in run.stdout
     assert "the controller (pid " in run.stdout
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_metadata_changed_outside_the_filter_stops_the_run_naming_who_could(
+    layer: str, work_base: Path
+) -> None:
+    """Were a role's filter ever to let a metadata call through, the controller would still see
+    it when it reads the roles' work back: a stand-in at the tools' uid outside any layer (no
+    tool can) changes the evaluator's output's mode and puts an attribute on the writer's, and
+    the run stops at that check, naming every role that could have done it under the layer."""
+    step = Step("tamper", role="control", action="attack-surface", args={"stand_in": True})
+    run = run_hostile(work_base, layer, [step])
+    assert run.exit_code == 1, run.describe()
+    fails = [line for line in run.stdout.splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 1, run.describe()
+    if layer == "bubblewrap":
+        evaluator, writer = "the evaluator", "the writer"
+    else:
+        evaluator = writer = "the reader, the evaluator or the writer"
+    assert fails[0].endswith(
+        "(evaluator/out/comparison.json: mode 0644, not 0600 "
+        f"({evaluator} could have changed it); writer/out/check.txt: extended attributes "
+        f"user.channel ({writer} could have changed it)) [business.outputs-unchanged]"
+    ), fails[0]
+    # Stopped before the writer's work is read back, so before its draft is sent: no report.
+    assert not (work_base / "out").exists()

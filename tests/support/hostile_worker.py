@@ -101,6 +101,15 @@ def plant(args: dict[str, Any]) -> None:
         PLANTS[kind](where)
 
 
+def tamper(args: dict[str, Any]) -> None:
+    """Changes other roles' outputs' metadata as a process at the tool's uid outside any layer
+    can (a stand-in for a role whose filter let it through): the evaluator's comparison.json
+    made 0644, an extended attribute on the writer's check.txt."""
+    run = run_dir()
+    os.chmod(os.path.join(run, "evaluator", "out", "comparison.json"), 0o644)
+    os.setxattr(os.path.join(run, "writer", "out", "check.txt"), "user.channel", b"from a role")
+
+
 def _fifo(where: str) -> None:
     os.mkfifo(os.path.join(where, "pipe"))
 
@@ -506,6 +515,7 @@ ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "flood-stderr": flood_stderr,
     "hold-output": hold_output,
     "plant": plant,
+    "tamper": tamper,
     "say": say,
     "answer": answer,
     "report": report,
