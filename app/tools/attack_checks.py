@@ -174,6 +174,14 @@ def process_targets(run: Run, layer: ToolRunner, victim_pid: int) -> dict[str, d
     }
 
 
+def another_roles_output(run: Run, role: Role) -> dict[str, str]:
+    """The next role's output folder and file, by their paths on the host: where a role under
+    nono reaches them, and where one under bubblewrap would have to."""
+    other = ROLES[(ROLES.index(role) + 1) % len(ROLES)]
+    folder = run.paths.workspace(other).output
+    return {"folder": str(folder), "file": str(folder / CHECK_FILE)}
+
+
 def attack_parameters(
     run: Run,
     aim: Targets,
@@ -257,7 +265,7 @@ class AttackChecks:
                             self.layer.role_path(role, "out", "").rstrip("/"),
                             role,
                             processes=processes,
-                            others=self._another_roles(role),
+                            others=another_roles_output(self.run, role),
                         ),
                     )
                     for role in ROLES
@@ -277,13 +285,6 @@ class AttackChecks:
             return ""
         named = [f"{who} (pid {target['pid']})" for who, target in self.process_targets.items()]
         return f"; on {', '.join(named)}"
-
-    def _another_roles(self, role: Role) -> dict[str, str]:
-        """The next role's output folder and file, by their paths on the host: where a role
-        under nono reaches them, and where one under bubblewrap would have to."""
-        other = ROLES[(ROLES.index(role) + 1) % len(ROLES)]
-        folder = self.run.paths.workspace(other).output
-        return {"folder": str(folder), "file": str(folder / CHECK_FILE)}
 
     def _control_line(self, attack: Attack, control: Any) -> None:
         tried = [probe for probe in attack.probes if probe in control]
