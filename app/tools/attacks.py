@@ -16,7 +16,7 @@ from app.core.results import Errno
 from app.core.roles import ROLES, Role
 from app.core.tool_limits import ToolLimit, tool_limits
 from app.tools.seccomp import resolve_syscall
-from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, PTRACE_CHECKED, WATCH_CALLS
 
 HOST_FILE = "/etc/passwd"
 LIMITS = tool_limits()
@@ -27,6 +27,16 @@ LIFT_PROBES: tuple[str, ...] = tuple(LIFTS)
 UDP4_TARGET = "192.0.2.1"  # TEST-NET-1
 UDP6_TARGET = "2001:db8::1"  # the IPv6 documentation prefix
 OK = "ok"
+# The calls on another process and on files, each attack's share. A container's runtime profile
+# (RuntimeDefault) refuses the memory calls, file_setattr and fanotify_init to every process
+# itself; apart, they leave the other attacks' controls standing there (a control the host
+# refuses is a SKIP, with the host's answer).
+MEMORY_CALLS: tuple[str, ...] = (*sorted(PTRACE_CHECKED), "process_madvise")
+UID_ONLY_CALLS: tuple[str, ...] = tuple(c for c in PROCESS_CALLS if c not in MEMORY_CALLS)
+FLAG_CALLS: tuple[str, ...] = ("file_setattr",)
+MODE_CALLS: tuple[str, ...] = tuple(c for c in METADATA_CALLS if c not in FLAG_CALLS)
+INOTIFY_CALLS: tuple[str, ...] = tuple(c for c in WATCH_CALLS if c.startswith("inotify"))
+FANOTIFY_CALLS: tuple[str, ...] = tuple(c for c in WATCH_CALLS if c not in INOTIFY_CALLS)
 
 
 def _mib(size: int) -> str:
@@ -112,21 +122,25 @@ ATTACKS: tuple[Attack, ...] = (
         "other-processes",
         "reach another process at its uid (the process outside any sandbox; where the tools "
         "share the controller's uid, the controller, its proxy host and its launch processes "
-        "too): read or set its limits, priority, CPUs, scheduling or I/O priority, move or "
-        "advise its memory, compare its descriptors, or open a pidfd of it",
-        PROCESS_CALLS,
+        "too): read or set its limits, priority, CPUs, scheduling or I/O priority, or open a "
+        "pidfd of it",
+        UID_ONLY_CALLS,
+    ),
+    Attack(
+        "process-memory",
+        "move or advise the memory of the process outside any sandbox at its uid, or compare "
+        "its descriptors",
+        MEMORY_CALLS,
     ),
     Attack(
         "file-metadata",
         "change the mode, owner, times or extended attributes of another role's output or its "
         "own, by path, descriptor or directory fd",
-        METADATA_CALLS,
+        MODE_CALLS,
     ),
-    Attack(
-        "watches",
-        "watch another role's output folder with inotify or fanotify",
-        WATCH_CALLS,
-    ),
+    Attack("file-flags", "set a file's attribute flags (file_setattr)", FLAG_CALLS),
+    Attack("watches", "watch another role's output folder with inotify", INOTIFY_CALLS),
+    Attack("fanotify", "watch another role's output folder with fanotify", FANOTIFY_CALLS),
     Attack(
         "limits",
         "lift a limit the launcher set above its value, soft and hard: address space, CPU "
@@ -237,7 +251,7 @@ LIMIT_WATCHERS: dict[str, tuple[str, str]] = {
 FILTER_GROUP_WATCHERS: dict[str, str] = {
     "other-processes": "its call on a process outside it gets the kernel's answer, not EPERM",
     "file-metadata": "it changes its own output's mode, times and attributes",
-    "watches": "it opens an inotify and a fanotify instance",
+    "watches": "it opens an inotify instance",
 }
 
 # Syscalls the baseline refuses that the filter checks of both layers sample, with what the

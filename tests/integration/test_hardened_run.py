@@ -108,9 +108,15 @@ def _reach_is_refused_on_the_controllers_own(lines: list[str], *targets: str) ->
     controller and the layer's helpers too: each role refused, beside the control's calls on
     the same processes."""
     said = [line for line in lines if line.startswith("PASS no role can reach another process")]
-    assert len(said) == 1, lines
+    control = [
+        line
+        for line in lines
+        if line.startswith("PASS control: unconfined") and "(prlimit64 succeeds, " in line
+    ]
+    assert len(said) == len(control) == 1, lines
     for target in ("the process outside any sandbox", *targets):
         assert f"{target} (pid " in said[0], said[0]
+        assert f"{target} (pid " in control[0], control[0]
 
 
 def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(

@@ -34,9 +34,13 @@ ANSWERS = LayerAnswers(
         "other-processes": "the baseline filter, which answers before the kernel would look "
         "the pid up in "
         "its pid namespace, where no process outside it is found (ESRCH)",
+        "process-memory": "the baseline filter, which answers before the kernel would look "
+        "the pid up in its pid namespace",
         "file-metadata": "the baseline filter; another role's output is not in its mount list "
         "either",
         "watches": "the baseline filter",
+        "fanotify": "the baseline filter",
+        "file-flags": "the baseline filter",
         **LIMIT_REASONS,
     },
     errnos={

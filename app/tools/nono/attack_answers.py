@@ -38,10 +38,13 @@ ANSWERS = LayerAnswers(
         "disk": "its profile grants each of its output files, not the directory, and the "
         "loader's RLIMIT_FSIZE holds each file to 1 MiB",
         "other-processes": "the baseline filter: the kernel asks for no more than the uid, and "
-        "Landlock's scopes do not cover these calls (migrate_pages, move_pages and kcmp, "
-        "which need ptrace access, Landlock refuses too)",
+        "Landlock's scopes do not cover these calls",
+        "process-memory": "the baseline filter; Landlock refuses those that need ptrace "
+        "access too (migrate_pages, move_pages, kcmp)",
         "file-metadata": "the baseline filter: Landlock has no right for a file's metadata",
         "watches": "the baseline filter",
+        "fanotify": "the baseline filter",
+        "file-flags": "the baseline filter",
         **LIMIT_REASONS,
     },
     errnos={
