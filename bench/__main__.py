@@ -1,5 +1,6 @@
 """`make bench`: each figure beside its goal. A tool process's start-up under each layer against
 the same worker started plainly at the same uid; the nono proxy's cost per allowed request;
+what the baseline filter's newest rule groups add to a start, beside the filter without them;
 whole local cases, each alone, with the CPU of every process they start and the run's own
 phase table; and many cases at once, which must all pass and share nothing. Every figure comes
 from this one run on this machine.
@@ -22,6 +23,7 @@ from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from bench.bytecode import byte_compile
 from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
+from bench.filter_cost import print_filter_cost
 from bench.startup import startup_and_proxy
 from bench.supplier_load import READ_SECONDS, READERS, SLOW_CLIENTS, TRICKLE_SECONDS, supplier_load
 from bench.tool_use import print_tool_use
@@ -244,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     byte_compile(REPO_ROOT)
     print("==> this checkout byte-compiled first, as the image ships it (bench/bytecode.py)")
     print_startup(args.repeat)
+    print_filter_cost(args.repeat * 4)
     print_tool_use()
     print_supplier_load()
     print_cases(args.cases)

@@ -112,11 +112,23 @@ COMPARISONS_AGREE: Final = Check(
 WRITER_SAVES: Final = Check(
     "business.writer-saves", "the writer saves the comparison in its own output directory"
 )
+OUTPUTS_UNCHANGED: Final = Check(
+    "business.outputs-unchanged",
+    "every role's output is as the controller made it when it is read back: the tool's own "
+    "(uid {uid}), files of mode 0600 and directories of 0700, with no extended attribute",
+)
 
 
 def business(submission: tuple[Entry, ...]) -> Section:
     """The business section, ending with the checks of the layer's draft submission."""
-    return Section("business", EVALUATOR_WINNER, COMPARISONS_AGREE, WRITER_SAVES, *submission)
+    return Section(
+        "business",
+        EVALUATOR_WINNER,
+        COMPARISONS_AGREE,
+        OUTPUTS_UNCHANGED,
+        WRITER_SAVES,
+        *submission,
+    )
 
 
 # --- the secrets leave the disk -------------------------------------------------------------

@@ -9,6 +9,7 @@ unconfined process got; its check line, what each role got, which must be the la
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -49,6 +50,8 @@ from app.tools.seccomp import resolve_syscall
 from app.tools.undumpable_checks import check_undumpable
 
 NEW_OUTPUT = "attack.txt"
+OTHER_PROCESSES = "other-processes"
+OUTSIDE = "the process outside any sandbox"
 # What a role's answers show for a probe they leave out.
 MISSING = "missing"
 
@@ -137,11 +140,66 @@ def _remove_tree(directory: Path) -> None:
     directory.rmdir()
 
 
-def attack_parameters(run: Run, aim: Targets, out_dir: str, who: str) -> str:
+def _ioprio(pid: int) -> int:
+    """The process's I/O priority (ioprio_get(IOPRIO_WHO_PROCESS, pid)), which Python does not
+    wrap; the probes set it again unchanged."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    value = int(libc.syscall(ctypes.c_long(resolve_syscall("ioprio_get")), 1, pid))
+    if value < 0:
+        number = ctypes.get_errno()
+        raise OSError(number, f"ioprio_get({pid}): {os.strerror(number)}")
+    return value
+
+
+def process_targets(run: Run, layer: ToolRunner, victim_pid: int) -> dict[str, dict[str, Any]]:
+    """The processes the other-processes attack aims at, each with its current values: the one
+    outside any sandbox at the tool's uid and, where the tools run at the controller's own uid,
+    the controller and the layer's helper processes, all of which that uid alone would reach."""
+    pids = {OUTSIDE: victim_pid}
+    if os.geteuid() == run.tool.uid:
+        pids |= {"the controller": os.getpid(), **layer.helper_processes()}
+    return {
+        who: {
+            "pid": pid,
+            "nice": os.getpriority(os.PRIO_PROCESS, pid),
+            "cpus": sorted(os.sched_getaffinity(pid)),
+            "policy": os.sched_getscheduler(pid),
+            "priority": os.sched_getparam(pid).sched_priority,
+            "ioprio": _ioprio(pid),
+            # Dumpable: the calls that need ptrace access are made on this one alone.
+            "dumpable": int(who == OUTSIDE),
+        }
+        for who, pid in pids.items()
+    }
+
+
+def another_roles_output(run: Run, role: Role) -> dict[str, str]:
+    """The next role's output folder and file, by their paths on the host: where a role under
+    nono reaches them, and where one under bubblewrap would have to."""
+    other = ROLES[(ROLES.index(role) + 1) % len(ROLES)]
+    folder = run.paths.workspace(other).output
+    return {"folder": str(folder), "file": str(folder / CHECK_FILE)}
+
+
+def attack_parameters(
+    run: Run,
+    aim: Targets,
+    out_dir: str,
+    who: str,
+    *,
+    processes: dict[str, dict[str, Any]],
+    others: dict[str, str],
+) -> str:
     """The worker's ``attack-surface`` argument for one process: ``out_dir`` is its output
-    directory as it names it, ``who`` a name for the files it may leave in /dev/shm."""
+    directory as it names it, ``who`` a name for the files it may leave in /dev/shm;
+    ``processes`` the other-processes attack's targets, ``others`` another role's output
+    folder and file as a path on the host (``folder``, ``file``), none for the control, whose
+    files are all its own."""
     return json.dumps(
         {
+            "processes": processes,
+            "others": others,
             "syscalls": {name: resolve_syscall(name) for name in SYSCALL_PROBES},
             "host_file": HOST_FILE,
             "tcp4_port": aim.tcp4_port,
@@ -154,6 +212,7 @@ def attack_parameters(run: Run, aim: Targets, out_dir: str, who: str) -> str:
             "shm_file": f"/dev/shm/analyst-{run.run_id}-{who}",
             "output_new": f"{out_dir}/{NEW_OUTPUT}",
             "output_file": f"{out_dir}/{CHECK_FILE}",
+            "output_dir": out_dir,
             "file_limit": LIMITS.file_bytes.value,
             "limits": {
                 "address_space_bytes": LIMITS.address_space_bytes.value,
@@ -177,14 +236,20 @@ class AttackChecks:
         self.answers = answers
         self.checks = run.checks
         self.answers_seen = AttackAnswers(control={}, roles={})
+        self.process_targets: dict[str, dict[str, Any]] = {}
 
     def check(self) -> None:
         with targets(self.run) as aim:
             # The attacks on the IPv6 loopback are made only where the controller has one.
             self.checks.begin(c.ATTACKS_SECTION, ipv6=aim.tcp6_port is not None)
             control_dir = str(self.run.paths.workspace("reader").output)
+            processes = process_targets(self.run, self.layer, aim.victim_pid)
+            self.process_targets = processes
             control = self.layer.run_unconfined(
-                "attack-surface", attack_parameters(self.run, aim, control_dir, "control")
+                "attack-surface",
+                attack_parameters(
+                    self.run, aim, control_dir, "control", processes=processes, others={}
+                ),
             ).data["answers"]
             # The control has had the reader's output directory to itself; then each role, in
             # its own directory with its own /dev/shm name, tries every attack.
@@ -195,7 +260,12 @@ class AttackChecks:
                         role,
                         "attack-surface",
                         attack_parameters(
-                            self.run, aim, self.layer.role_path(role, "out", ""), role
+                            self.run,
+                            aim,
+                            self.layer.role_path(role, "out", "").rstrip("/"),
+                            role,
+                            processes=processes,
+                            others=another_roles_output(self.run, role),
                         ),
                     )
                     for role in ROLES
@@ -209,6 +279,13 @@ class AttackChecks:
             # Last, while the process at the tool's uid outside any sandbox still runs.
             check_undumpable(self.run, self.layer, aim.victim_pid)
 
+    def _aimed_at(self, attack: Attack) -> str:
+        """The other-processes attack's targets, by name and pid, for both lines to say."""
+        if attack.key != OTHER_PROCESSES:
+            return ""
+        named = [f"{who} (pid {target['pid']})" for who, target in self.process_targets.items()]
+        return f"; on {', '.join(named)}"
+
     def _control_line(self, attack: Attack, control: Any) -> None:
         tried = [probe for probe in attack.probes if probe in control]
         host_control(
@@ -216,7 +293,8 @@ class AttackChecks:
             c.ATTACK_CONTROL(attack=attack.key, uid=self.run.tool.uid),
             {p: control[p] for p in tried},
             {p: CONTROL_ANSWERS[p] for p in tried},
-            said=", ".join(f"{probe} {_said(control[probe])}" for probe in tried),
+            said=", ".join(f"{probe} {_said(control[probe])}" for probe in tried)
+            + self._aimed_at(attack),
         )
         for probe in attack.probes:
             if probe not in control:
@@ -241,9 +319,12 @@ class AttackChecks:
         self.checks.require(
             c.ATTACK(attack=attack.key, claim=attack.claim, why=self.answers.why[attack.key]),
             not wrong,
-            detail=f"observed {', '.join(wrong)}; expected {described}"
-            if wrong
-            else _by_role(observed),
+            detail=(
+                f"observed {', '.join(wrong)}; expected {described}"
+                if wrong
+                else _by_role(observed)
+            )
+            + self._aimed_at(attack),
         )
 
 

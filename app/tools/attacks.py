@@ -16,6 +16,7 @@ from app.core.results import Errno
 from app.core.roles import ROLES, Role
 from app.core.tool_limits import ToolLimit, tool_limits
 from app.tools.seccomp import resolve_syscall
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, PTRACE_CHECKED, WATCH_CALLS
 
 HOST_FILE = "/etc/passwd"
 LIMITS = tool_limits()
@@ -26,6 +27,16 @@ LIFT_PROBES: tuple[str, ...] = tuple(LIFTS)
 UDP4_TARGET = "192.0.2.1"  # TEST-NET-1
 UDP6_TARGET = "2001:db8::1"  # the IPv6 documentation prefix
 OK = "ok"
+# The calls on another process and on files, each attack's share. A container's runtime profile
+# (RuntimeDefault) refuses the memory calls, file_setattr and fanotify_init to every process
+# itself; apart, they leave the other attacks' controls standing there (a control the host
+# refuses is a SKIP, with the host's answer).
+MEMORY_CALLS: tuple[str, ...] = (*sorted(PTRACE_CHECKED), "process_madvise")
+UID_ONLY_CALLS: tuple[str, ...] = tuple(c for c in PROCESS_CALLS if c not in MEMORY_CALLS)
+FLAG_CALLS: tuple[str, ...] = ("file_setattr",)
+MODE_CALLS: tuple[str, ...] = tuple(c for c in METADATA_CALLS if c not in FLAG_CALLS)
+INOTIFY_CALLS: tuple[str, ...] = tuple(c for c in WATCH_CALLS if c.startswith("inotify"))
+FANOTIFY_CALLS: tuple[str, ...] = tuple(c for c in WATCH_CALLS if c not in INOTIFY_CALLS)
 
 
 def _mib(size: int) -> str:
@@ -108,6 +119,29 @@ ATTACKS: tuple[Attack, ...] = (
         ("open-files",),
     ),
     Attack(
+        "other-processes",
+        "reach another process at its uid (the process outside any sandbox; where the tools "
+        "share the controller's uid, the controller, its proxy host and its launch processes "
+        "too): read or set its limits, priority, CPUs, scheduling or I/O priority, or open a "
+        "pidfd of it",
+        UID_ONLY_CALLS,
+    ),
+    Attack(
+        "process-memory",
+        "move or advise the memory of the process outside any sandbox at its uid, or compare "
+        "its descriptors",
+        MEMORY_CALLS,
+    ),
+    Attack(
+        "file-metadata",
+        "change the mode, owner, times or extended attributes of another role's output or its "
+        "own, by path, descriptor or directory fd",
+        MODE_CALLS,
+    ),
+    Attack("file-flags", "set a file's attribute flags (file_setattr)", FLAG_CALLS),
+    Attack("watches", "watch another role's output folder with inotify", INOTIFY_CALLS),
+    Attack("fanotify", "watch another role's output folder with fanotify", FANOTIFY_CALLS),
+    Attack(
         "limits",
         "lift a limit the launcher set above its value, soft and hard: address space, CPU "
         f"time ({LIMITS.cpu_seconds.value} s), file size, open files, processes "
@@ -131,6 +165,9 @@ SYSCALL_PROBES: tuple[str, ...] = (
     "perf_event_open",
     "shmget",
     "mq_open",
+    *PROCESS_CALLS,
+    *METADATA_CALLS,
+    *WATCH_CALLS,
 )
 
 # What an unconfined process at the tool's uid gets: each call completes, or the kernel
@@ -172,6 +209,17 @@ CONTROL_ANSWERS: dict[str, str] = {
     "address-space": OK,
     "open-files": OK,
     **{probe: OK for probe in LIFT_PROBES},
+    **{probe: OK for probe in PROCESS_CALLS},
+    # No node set to move to, after it found the process and was allowed it.
+    "migrate_pages": "EINVAL",
+    # A pidfd it does not have.
+    "process_madvise": "EBADF",
+    **{probe: OK for probe in METADATA_CALLS},
+    # No such attribute: the kernel looked, with the right to write it.
+    **{probe: "ENODATA" for probe in METADATA_CALLS if "removexattr" in probe},
+    # A NULL attribute block.
+    "file_setattr": "EFAULT",
+    **{probe: OK for probe in WATCH_CALLS},
 }
 
 # What either layer answers to the limits' probes: the kernel's, for limits the launcher's
@@ -196,6 +244,14 @@ LIMIT_WATCHERS: dict[str, tuple[str, str]] = {
     "file_bytes": ("disk", "a file grows past 1 MiB"),
     "open_files": ("open-files", "it holds that many more descriptors"),
     "processes": ("limits", "its process limit can be set to 2"),
+}
+
+# The baseline's rule groups that are elements of each role's policy (seccomp.py's
+# GROUP_ELEMENTS), each watched by the attack of the same name, and what it shows without it.
+FILTER_GROUP_WATCHERS: dict[str, str] = {
+    "other-processes": "its call on a process outside it gets the kernel's answer, not EPERM",
+    "file-metadata": "it changes its own output's mode, times and attributes",
+    "watches": "it opens an inotify instance",
 }
 
 # Syscalls the baseline refuses that the filter checks of both layers sample, with what the

@@ -63,6 +63,8 @@ class ToolRunner(Protocol):
 
     def role_path(self, role: Role, direction: Direction, name: str) -> str: ...
 
+    def helper_processes(self) -> dict[str, int]: ...
+
 
 @dataclass(frozen=True)
 class LayerReadings:
@@ -136,6 +138,16 @@ class ConfinementLayer(ABC):
     @abstractmethod
     def role_dir(self, role: Role, direction: Direction) -> str:
         """The role's input or output directory as the role itself sees it."""
+
+    @abstractmethod
+    def roles_reaching_output(self, role: Role) -> tuple[Role, ...]:
+        """The roles whose processes, but for the baseline filter, could change the metadata
+        of ``role``'s output files: what a changed mode or attribute is blamed on."""
+
+    def helper_processes(self) -> dict[str, int]:
+        """The layer's own processes apart from the controller, by name: what a tool at the
+        controller's uid could otherwise reach besides the controller. None by default."""
+        return {}
 
     def role_path(self, role: Role, direction: Direction, name: str) -> str:
         """A file in the role's input or output directory, as the role names it."""

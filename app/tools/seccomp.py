@@ -17,7 +17,7 @@ LIBSECCOMP = "libseccomp.so.2"
 _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_ACT_ERRNO = 0x00050000
 # enum scmp_compare in seccomp.h
-_COMPARE = {"lt": 2, "gt": 6, "masked_eq": 7}
+_COMPARE = {"ne": 1, "lt": 2, "gt": 6, "masked_eq": 7}
 
 AF_INET = 2
 AF_INET6 = 10
@@ -34,7 +34,7 @@ class ArgTest:
     """One condition on a syscall argument; every condition of a rule must hold."""
 
     arg: int
-    op: Literal["lt", "gt", "masked_eq"]
+    op: Literal["ne", "lt", "gt", "masked_eq"]
     value: int
     text: str  # how the committed policy states it
     mask: int = _INT_MASK  # masked_eq only
@@ -60,10 +60,12 @@ class Rule:
 
 @dataclass(frozen=True)
 class RuleGroup:
-    """Rules that close one path, with the reason they exist."""
+    """Rules that close one path, with the reason they exist; a group with an ``element`` name
+    is one element of each role's policy (elements.json), which ``--break`` can leave out."""
 
     why: str
     rules: tuple[Rule, ...]
+    element: str = ""
 
 
 def _refuse(*names: str) -> tuple[Rule, ...]:
@@ -80,6 +82,18 @@ _FAMILIES_BETWEEN = (
     (8, "AF_ATMPVC (8)"),
     (9, "AF_X25 (9)"),
 )
+
+
+PRIO_PROCESS = 0
+
+
+def _is_not_zero(arg: int, text: str) -> ArgTest:
+    # A 64-bit comparison of an argument the kernel reads as a 32-bit int (pid_t, int): the
+    # only value it lets through is 0 in all 64 bits, whose low half is 0 too, so no value
+    # with high bits set can read as another pid to the kernel and as 0 to the filter; a
+    # value with high bits set over a zero low half is refused though the kernel would read
+    # 0, which costs nothing (glibc passes an int, sign-extended: 0 stays 0).
+    return ArgTest(arg, "ne", 0, text)
 
 
 def _domain(op: Literal["lt", "gt"], value: int, text: str) -> ArgTest:
@@ -161,6 +175,74 @@ BASELINE: tuple[RuleGroup, ...] = (
         "kernel memory that outlives the process: System V IPC and POSIX message queues",
         _refuse("shmget", "msgget", "semget", "mq_open"),
     ),
+    RuleGroup(
+        "reaching another process at the same uid, which needs no more than the uid and which "
+        "the controller's dumpable flag does not stop: its limits (prlimit64 of any pid but 0, "
+        "the loader's own setrlimit), its priority (getpriority and setpriority of anything but "
+        "this process: PRIO_PROCESS with who 0; PRIO_USER with who 0 would be every process of "
+        "the uid, so both arguments are tested), its CPUs, scheduling and I/O priority, its "
+        "memory's placement and advice, and a comparison of its descriptors. pidfd_open is "
+        "refused for any pid, its own included: a tool has no child, and a pidfd serves only to "
+        "signal, wait for, advise or take descriptors from a process, none of which a tool "
+        "does, so no pid is worth an exception",
+        (
+            Rule("prlimit64", when=(_is_not_zero(0, "pid != 0"),)),
+            Rule("setpriority", when=(_is_not_zero(0, "which != PRIO_PROCESS (0)"),)),
+            Rule("setpriority", when=(_is_not_zero(1, "who != 0"),)),
+            Rule("getpriority", when=(_is_not_zero(0, "which != PRIO_PROCESS (0)"),)),
+            Rule("getpriority", when=(_is_not_zero(1, "who != 0"),)),
+            *_refuse(
+                "sched_setaffinity",
+                "sched_setscheduler",
+                "sched_setparam",
+                "sched_setattr",
+                "ioprio_set",
+                "migrate_pages",
+                "move_pages",
+                "process_madvise",
+                "kcmp",
+                "pidfd_open",
+            ),
+        ),
+        element="other-processes",
+    ),
+    RuleGroup(
+        "changing a file's metadata, which Landlock has no right for: its mode, owner, times, "
+        "extended attributes and attribute flags, by path, descriptor or directory fd, the "
+        "syscalls newer than this libseccomp by their number; a tool writes the contents of "
+        "its own files alone",
+        _refuse(
+            "chmod",
+            "fchmod",
+            "fchmodat",
+            "fchmodat2",
+            "chown",
+            "fchown",
+            "fchownat",
+            "lchown",
+            "utime",
+            "utimes",
+            "utimensat",
+            "futimesat",
+            "setxattr",
+            "lsetxattr",
+            "fsetxattr",
+            "setxattrat",
+            "removexattr",
+            "lremovexattr",
+            "fremovexattr",
+            "removexattrat",
+            "file_setattr",
+        ),
+        element="file-metadata",
+    ),
+    RuleGroup(
+        "watching files: inotify on another role's folder or on the run's secrets, fanotify",
+        _refuse(
+            "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark"
+        ),
+        element="watches",
+    ),
 )
 
 # nono creates no user namespace of its own, so a nono tool could create one and, inside it,
@@ -178,6 +260,16 @@ NESTED_USERNS = RuleGroup(
     ),
 )
 NONO_BASELINE: tuple[RuleGroup, ...] = (*BASELINE, NESTED_USERNS)
+# The groups that are elements of each role's policy (elements.json), in order: a role's filter
+# holds those its policy names, so that ``--break`` and the removal test can leave one out.
+GROUP_ELEMENTS: tuple[str, ...] = tuple(group.element for group in BASELINE if group.element)
+
+
+def _kept(groups: Sequence[RuleGroup], left_out: frozenset[str]) -> tuple[RuleGroup, ...]:
+    unknown = left_out - set(GROUP_ELEMENTS)
+    if unknown:
+        raise ValueError(f"no rule group of the baseline is named {sorted(unknown)}")
+    return tuple(group for group in groups if group.element not in left_out)
 
 
 def rules_of(groups: Sequence[RuleGroup]) -> tuple[Rule, ...]:
@@ -188,9 +280,15 @@ def render_groups(groups: Sequence[RuleGroup]) -> dict[str, object]:
     """The committed form of a filter: what it refuses, why, and with which errno."""
     return {
         "default": "allow",
-        "architecture": "native; numbers resolved by libseccomp when the filter is compiled",
+        "architecture": "native; numbers resolved by libseccomp when the filter is compiled, "
+        "those it does not know from app/tools/seccomp.py's NEWER_SYSCALLS (x86_64 and aarch64 "
+        "alone)",
         "groups": [
-            {"why": group.why, "rules": [rule.as_json() for rule in group.rules]}
+            {
+                **({"element": group.element} if group.element else {}),
+                "why": group.why,
+                "rules": [rule.as_json() for rule in group.rules],
+            }
             for group in groups
         ],
     }
@@ -239,6 +337,8 @@ def _lib() -> ctypes.CDLL:
     lib.seccomp_syscall_resolve_name.restype = ctypes.c_int
     lib.seccomp_export_bpf.argtypes = [ctypes.c_void_p, ctypes.c_int]
     lib.seccomp_export_bpf.restype = ctypes.c_int
+    lib.seccomp_arch_native.argtypes = []
+    lib.seccomp_arch_native.restype = ctypes.c_uint32
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
     lib.seccomp_release.restype = None
     return lib
@@ -249,10 +349,42 @@ def check_available() -> None:
     _lib()
 
 
+# Syscalls newer than the libseccomp some hosts ship (2.5.4 knows none of these but, on some
+# builds, fchmodat2), by their native number. x86_64 and aarch64 number every syscall added
+# since 5.0 alike (include/uapi/asm-generic/unistd.h and arch/x86/entry/syscalls/syscall_64.tbl
+# agree from 424 on); on any other architecture the filter is not compiled at all, so a raw
+# syscall(NUMBER) can never slip past a rule that was quietly left out.
+AUDIT_ARCH_X86_64 = 0xC000003E
+AUDIT_ARCH_AARCH64 = 0xC00000B7
+NEWER_SYSCALLS: dict[str, int] = {
+    "fchmodat2": 452,
+    "setxattrat": 463,
+    "removexattrat": 466,
+    "file_setattr": 469,
+}
+_SHARED_NUMBERING = (AUDIT_ARCH_X86_64, AUDIT_ARCH_AARCH64)
+# libseccomp's answer for a name it does not know (__NR_SCMP_ERROR).
+_UNKNOWN_NAME = -1
+
+
+def native_architecture() -> int:
+    """The AUDIT_ARCH_* value of the architecture libseccomp compiles for."""
+    return int(_lib().seccomp_arch_native())
+
+
 def resolve_syscall(name: str) -> int:
-    """The native syscall number libseccomp gives a name; the probes use the same number."""
+    """The native syscall number of a name: libseccomp's, or NEWER_SYSCALLS' for one it does not
+    know yet; the probes use the same number."""
     number: int = _lib().seccomp_syscall_resolve_name(name.encode("ascii"))
-    # Negative values are libseccomp's error marker or a pseudo-number for a syscall this
+    if number == _UNKNOWN_NAME and name in NEWER_SYSCALLS:
+        arch = native_architecture()
+        if arch not in _SHARED_NUMBERING:
+            raise LibseccompError(
+                f"syscall {name!r}: this libseccomp does not know it and architecture "
+                f"{arch:#x} is not one whose number is known here (x86_64, aarch64)"
+            )
+        return NEWER_SYSCALLS[name]
+    # Other negative values are libseccomp's error marker or a pseudo-number for a syscall this
     # architecture does not have; either way a probe could not call it.
     if number < 0:
         raise LibseccompError(f"syscall {name!r} does not exist on this architecture")
@@ -305,15 +437,17 @@ def _read_all(fd: int) -> bytes:
 
 
 @cache
-def baseline_filter() -> SeccompFilter:
-    """The filter the bubblewrap layer hands bwrap for every tool process."""
-    return compile_filter("baseline", rules_of(BASELINE))
+def baseline_filter(left_out: frozenset[str] = frozenset()) -> SeccompFilter:
+    """The filter the bubblewrap layer hands bwrap for every tool process; ``left_out`` names
+    GROUP_ELEMENTS a role's policy leaves out (never in a shipped run)."""
+    return compile_filter("baseline", rules_of(_kept(BASELINE, left_out)))
 
 
 @cache
-def nono_baseline_filter() -> SeccompFilter:
-    """The filter every nono tool process installs before it reads its arguments."""
-    return compile_filter("nono-baseline", rules_of(NONO_BASELINE))
+def nono_baseline_filter(left_out: frozenset[str] = frozenset()) -> SeccompFilter:
+    """The filter every nono tool process installs before it reads its arguments; ``left_out``
+    as for baseline_filter."""
+    return compile_filter("nono-baseline", rules_of(_kept(NONO_BASELINE, left_out)))
 
 
 @cache

@@ -100,6 +100,23 @@ def test_the_whole_bubblewrap_case_runs_under_the_committed_profile(
         "profile) (Seccomp 2, Seccomp_filters 2)"
     ) in lines
     assert (base / "out" / "recommendation.md").is_file()
+    _reach_is_refused_on_the_controllers_own(lines, "the controller")
+
+
+def _reach_is_refused_on_the_controllers_own(lines: list[str], *targets: str) -> None:
+    """Where the tools share the controller's uid, the other-processes attack aims at the
+    controller and the layer's helpers too: each role refused, beside the control's calls on
+    the same processes."""
+    said = [line for line in lines if line.startswith("PASS no role can reach another process")]
+    control = [
+        line
+        for line in lines
+        if line.startswith("PASS control: unconfined") and "(prlimit64 succeeds, " in line
+    ]
+    assert len(said) == len(control) == 1, lines
+    for target in ("the process outside any sandbox", *targets):
+        assert f"{target} (pid " in said[0], said[0]
+        assert f"{target} (pid " in control[0], control[0]
 
 
 def test_under_the_runtime_default_the_run_stops_at_preflight_naming_it(
@@ -136,6 +153,9 @@ def test_the_whole_nono_case_runs_under_the_runtime_default_profile(
         "before reading its arguments, over the 1 the controller itself runs under (its "
         "container's profile) (Seccomp 2, Seccomp_filters 3)"
     ) in lines
+    _reach_is_refused_on_the_controllers_own(
+        lines, "the controller", "the proxy host", "launch process 1"
+    )
 
 
 def test_a_root_controller_under_a_container_profile_stops_naming_the_decoy_view(

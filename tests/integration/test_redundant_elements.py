@@ -22,7 +22,12 @@ from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE
 from app.tools.accounting import Redundant
-from app.tools.attack_checks import attack_parameters, targets
+from app.tools.attack_checks import (
+    another_roles_output,
+    attack_parameters,
+    process_targets,
+    targets,
+)
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import BubblewrapPolicy
@@ -57,12 +62,20 @@ def shared() -> Iterator[Shared]:
 
 def attack_answers(run: Run, layer: ConfinementLayer) -> dict[Role, Any]:
     with targets(run) as aim:
+        processes = process_targets(run, layer, aim.victim_pid)
         return {
             role: dict(
                 layer.run_tool(
                     role,
                     "attack-surface",
-                    attack_parameters(run, aim, layer.role_path(role, "out", ""), role),
+                    attack_parameters(
+                        run,
+                        aim,
+                        layer.role_path(role, "out", "").rstrip("/"),
+                        role,
+                        processes=processes,
+                        others=another_roles_output(run, role),
+                    ),
                 ).data["answers"]
             )
             for role in ROLES

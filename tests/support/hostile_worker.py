@@ -101,6 +101,15 @@ def plant(args: dict[str, Any]) -> None:
         PLANTS[kind](where)
 
 
+def tamper(args: dict[str, Any]) -> None:
+    """Changes other roles' outputs' metadata as a process at the tool's uid outside any layer
+    can (a stand-in for a role whose filter let it through): the evaluator's comparison.json
+    made 0644, an extended attribute on the writer's check.txt."""
+    run = run_dir()
+    os.chmod(os.path.join(run, "evaluator", "out", "comparison.json"), 0o644)
+    os.setxattr(os.path.join(run, "writer", "out", "check.txt"), "user.channel", b"from a role")
+
+
 def _fifo(where: str) -> None:
     os.mkfifo(os.path.join(where, "pipe"))
 
@@ -424,6 +433,79 @@ def attempt(args: dict[str, Any]) -> None:
     os._exit(3)
 
 
+def _summed(answers: list[str]) -> str:
+    return answers[0] if len(set(answers)) == 1 else ", ".join(answers)
+
+
+def reach(args: dict[str, Any]) -> None:
+    """Counts the processes at its uid near its own pid (a read-only prlimit64 of each), then
+    re-limits, renices, pins and reprioritises each of ``args["pids"]`` (processes at its uid
+    outside any sandbox) and its own parent, opens a pidfd of each and compares their
+    descriptors; then changes the mode, times and attributes of ``args["other"]``'s output
+    (by its path on the host) and of its own, and watches the other's folder. Exits 3 saying
+    what each call got on every target: ``hostile tried: NAME ANSWER; ...``."""
+    import ctypes
+    from functools import partial
+
+    numbers = args["syscalls"]
+    pids = [*args["pids"], os.getppid()]
+    limit = ctypes.create_string_buffer(bytes(16))  # RLIMIT_CORE 0, soft and hard
+    one_cpu = ctypes.create_string_buffer(b"\x01" + bytes(127))
+
+    def raw(name: str, *values: object) -> None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        words = [ctypes.c_long(v) if isinstance(v, int) else v for v in values]
+        ctypes.set_errno(0)
+        if libc.syscall(ctypes.c_long(numbers[name]), *words) == -1:
+            number = ctypes.get_errno()
+            raise OSError(number, os.strerror(number))
+
+    on_processes: dict[str, Callable[[int], object]] = {
+        "prlimit64": lambda pid: raw("prlimit64", pid, 4, limit, None),
+        "setpriority": lambda pid: raw("setpriority", 0, pid, 19),
+        "sched_setaffinity": lambda pid: raw("sched_setaffinity", pid, 128, one_cpu),
+        "ioprio_set": lambda pid: raw("ioprio_set", 1, pid, 3 << 13),  # the idle class
+        "pidfd_open": lambda pid: raw("pidfd_open", pid, 0),
+        "kcmp": lambda pid: raw("kcmp", pid, pid, 0, 0, 1),
+    }
+    # The attacker's discovery: a read-only prlimit64 of each pid near its own finds every
+    # process at its uid (counted only: what it attacks is the list above).
+    old_limit = ctypes.create_string_buffer(16)
+    near = range(max(1, os.getpid() - 4000), os.getpid() + 4000)
+    found = [
+        pid
+        for pid in near
+        if pid != os.getpid()
+        and _errno_of(partial(raw, "prlimit64", pid, 4, None, old_limit)) == "ok"
+    ]
+    said = [f"scan found {len(found)}"]
+    said += [
+        f"{name} {_summed([_errno_of(partial(call, pid)) for pid in pids])}"
+        for name, call in on_processes.items()
+    ]
+    other = os.path.join(_host_top(), "run", args["other"], "out")
+    other_file = os.path.join(other, "check.txt")
+    own_file = (
+        "/output/check.txt"
+        if __file__.startswith(BWRAP_CODE)
+        else os.path.join(run_dir(), whoami(), "out", "check.txt")
+    )
+    on_files: dict[str, Callable[[], object]] = {
+        "chmod": lambda: os.chmod(other_file, 0o666),
+        "chmod own setgid": lambda: os.chmod(own_file, 0o2777),
+        "fchmodat2": lambda: raw("fchmodat2", -100, other_file.encode(), 0o666, 0),
+        "utime": lambda: os.utime(other_file, (0, 0)),
+        "setxattr": lambda: os.setxattr(other_file, "user.hostile", b"a channel"),
+        "setxattr own": lambda: os.setxattr(own_file, "user.hostile", b"a channel"),
+        "inotify": lambda: raw("inotify_init1", 0),
+        "inotify_add_watch": lambda: raw("inotify_add_watch", -1, other.encode(), 1),
+    }
+    said += [f"{name} {_errno_of(call)}" for name, call in on_files.items()]
+    os.write(2, ("hostile tried: " + "; ".join(said) + "\n").encode())
+    os._exit(3)
+
+
 def passthrough(args: dict[str, Any]) -> None:
     """Does nothing: the genuine worker runs."""
 
@@ -433,10 +515,12 @@ ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "flood-stderr": flood_stderr,
     "hold-output": hold_output,
     "plant": plant,
+    "tamper": tamper,
     "say": say,
     "answer": answer,
     "report": report,
     "attempt": attempt,
+    "reach": reach,
     "passthrough": passthrough,
     "tunnel": tunnel,
     "flood-proxy": flood_proxy,

@@ -73,6 +73,8 @@ def test_file_rules_are_the_code_the_role_input_and_usr(role: str) -> None:
     assert profile["process"] == {
         "enforcement_mode": "seccomp",
         "seccomp_filter": f"{RUN_VALUES.code_dir}/nono-baseline.bpf",
+        # The baseline's rule groups that are elements: every one, in every role.
+        "seccomp_groups": ["other-processes", "file-metadata", "watches"],
         # The loader's limits, from policies/tool-limits.json, the same for every role.
         "max_address_space_bytes": 256 * 1024 * 1024,
         "max_cpu_seconds": 2,

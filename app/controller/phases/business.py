@@ -11,6 +11,7 @@ from app.core.files import json_bytes, read_regular
 from app.core.run import Run
 from app.core.run_tree import stage_file
 from app.tools.layer import ConfinementLayer, LayerChecks
+from app.tools.output_metadata import changed_outputs
 
 
 def business(
@@ -52,6 +53,14 @@ def business(
         "write-draft",
         layer.role_path("writer", "in", ""),
         layer.role_path("writer", "out", ""),
+    )
+    # Every role's work is read back from here on (the writer's comparison and draft): first,
+    # that no output's mode, owner or attributes changed since the controller made it.
+    changed = changed_outputs(run.paths, run.tool, layer.roles_reaching_output)
+    checks.require(
+        c.OUTPUTS_UNCHANGED(uid=run.tool.uid),
+        not changed,
+        detail="; ".join(changed) or "every output file and directory of the three roles",
     )
     # The writer owns its output directory: what it left there is read as a regular file of
     # bounded size, never through a link it planted.

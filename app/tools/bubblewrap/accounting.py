@@ -15,12 +15,13 @@ from app.core.roles import Role
 from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
-from app.tools.attacks import LIMIT_WATCHERS
+from app.tools.attacks import FILTER_GROUP_WATCHERS, LIMIT_WATCHERS
 from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
     Element,
     elements,
+    filter_group_key,
     per_call_elements,
 )
 
@@ -48,9 +49,15 @@ LIMITS: Final[dict[str, Watched]] = {
     for limit in tool_limits().all()
     for attack, because in [LIMIT_WATCHERS[limit.name]]
 }
+# Each rule group of the baseline that is an element: the attack that tries its calls.
+FILTER_GROUPS: Final[dict[str, Watched]] = {
+    filter_group_key(group): Watched(common.ATTACK.id_for(attack=group), because)
+    for group, because in FILTER_GROUP_WATCHERS.items()
+}
 _SEEN_BY_ATTACKS: Final = {
     "--disable-userns": common.ATTACK.id_for(attack="namespaces"),
     **{option: proof.check for option, proof in LIMITS.items()},
+    **{key: proof.check for key, proof in FILTER_GROUPS.items()},
 }
 
 ACCOUNT: Final[dict[str, Proof]] = {
@@ -108,6 +115,7 @@ ACCOUNT: Final[dict[str, Proof]] = {
     ),
     "--chdir": Watched(c.WORKING_DIRECTORY.id, "it works in /, not in the code directory"),
     "--add-seccomp-fd": Watched(c.SECCOMP.id, "it runs under none"),
+    **FILTER_GROUPS,
     **LIMITS,
     # The reader's one output file is also where it shows its host identity; the evaluator's
     # and the writer's other files show in their mount lists (see proof_for).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.core.results import Errno
 from app.tools.attacks import LIMIT_ERRNOS, LIMIT_REASONS, LayerAnswers
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
 
 E = Errno
 
@@ -30,6 +31,16 @@ ANSWERS = LayerAnswers(
         "memory": "the baseline filter; there is no /dev",
         "disk": "its output directory is mounted read-only with only its own files bound "
         "writable, and the loader's RLIMIT_FSIZE holds each file to 1 MiB",
+        "other-processes": "the baseline filter, which answers before the kernel would look "
+        "the pid up in "
+        "its pid namespace, where no process outside it is found (ESRCH)",
+        "process-memory": "the baseline filter, which answers before the kernel would look "
+        "the pid up in its pid namespace",
+        "file-metadata": "the baseline filter; another role's output is not in its mount list "
+        "either",
+        "watches": "the baseline filter",
+        "fanotify": "the baseline filter",
+        "file-flags": "the baseline filter",
         **LIMIT_REASONS,
     },
     errnos={
@@ -66,5 +77,6 @@ ANSWERS = LayerAnswers(
         "output-create": E.EROFS,
         "output-past-limit": E.EFBIG,
         **LIMIT_ERRNOS,
+        **{probe: E.EPERM for probe in (*PROCESS_CALLS, *METADATA_CALLS, *WATCH_CALLS)},
     },
 )

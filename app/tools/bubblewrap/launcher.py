@@ -81,6 +81,10 @@ class BubblewrapLayer(ConfinementLayer):
             code_dir=PurePosixPath(self.run.paths.code),
         )
 
+    def roles_reaching_output(self, role: Role) -> tuple[Role, ...]:
+        # No other role's output is in its mount list.
+        return (role,)
+
     def role_dir(self, role: Role, direction: Direction) -> str:
         # Every role sees its own workspace at the same two paths.
         return INPUT_MOUNT if direction == "in" else OUTPUT_MOUNT
@@ -138,7 +142,11 @@ class BubblewrapLayer(ConfinementLayer):
         """The whole command line of one call and the filter fds it passes; the fds are closed
         when the call is done with them."""
         base = self.role_argv(role, policy)
-        filters = [baseline_filter()] if policy.passes_seccomp(role) else []
+        filters = (
+            [baseline_filter(policy.filter_groups_left_out(role))]
+            if policy.passes_seccomp(role)
+            else []
+        )
         filters += extra_filters
         fds = [program_fd(f) for f in filters]
         try:

@@ -15,6 +15,7 @@ from app.core.roles import Role
 from app.core.run_tree import OUTPUT_FILES, WORKER_COMMAND
 from app.core.tool_environment import tool_environment
 from app.core.tool_limits import tool_limits
+from app.tools.seccomp import GROUP_ELEMENTS
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.
@@ -124,6 +125,12 @@ class BubblewrapPolicy:
     def passes_seccomp(self, role: Role) -> bool:
         return not self.omits(role, SECCOMP_ELEMENT)
 
+    def filter_groups_left_out(self, role: Role) -> frozenset[str]:
+        """The baseline's rule groups (its GROUP_ELEMENTS) left out of ``role``'s filter."""
+        return frozenset(
+            group for group in GROUP_ELEMENTS if self.omits(role, filter_group_key(group))
+        )
+
     def limits(self, role: Role) -> list[tuple[str, int]]:
         """The loader's limit options for ``role``'s calls, with their values (tool-limits.json):
         each an element of the per-call part, after the worker's module name."""
@@ -229,14 +236,30 @@ def bwrap_argv(
     return argv
 
 
+def filter_group_key(group: str) -> str:
+    """The element name of one rule group of the baseline filter: a part of the program at the
+    filter's fd, which adds no token of its own to the vector."""
+    return f"{SECCOMP_ELEMENT} {group}"
+
+
 def per_call_elements(
-    seccomp_fds: Sequence[int | str], limits: Sequence[tuple[str, int]]
+    seccomp_fds: Sequence[int | str],
+    limits: Sequence[tuple[str, int]],
+    groups: Sequence[str] = GROUP_ELEMENTS,
 ) -> tuple[list[Element], list[Element]]:
-    """What one call adds: bwrap's seccomp fds (before the command), and the loader's limit
+    """What one call adds: bwrap's seccomp fds (before the command), each followed by the
+    baseline's rule groups it holds (``groups``: elements with no token), and the loader's limit
     options (after the command's code, before the action: app/tools/loader.py)."""
     # bwrap stacks the filters in this order and loads them just before exec, after its own
     # mounts, so the filters never restrict bwrap itself.
-    fds = [Element(SECCOMP_ELEMENT, (SECCOMP_ELEMENT, str(fd))) for fd in seccomp_fds]
+    fds = [
+        element
+        for fd in seccomp_fds
+        for element in (
+            Element(SECCOMP_ELEMENT, (SECCOMP_ELEMENT, str(fd))),
+            *(Element(filter_group_key(group), ()) for group in groups),
+        )
+    ]
     loader = [_element(option, str(value)) for option, value in limits]
     return fds, loader
 

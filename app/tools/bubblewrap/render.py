@@ -78,7 +78,12 @@ def accounted_elements() -> dict[str, Any]:
         role: [
             {
                 "element": element.key,
-                "argv": " ".join(element.argv),
+                # A rule group of the filter adds no token: the file says where its rules are.
+                **(
+                    {"argv": " ".join(element.argv)}
+                    if element.argv
+                    else {"rules": f"{FD_PLACEHOLDER}, seccomp-baseline.json's group of that name"}
+                ),
                 **proof_for(role, element.key).as_json(),
                 **(
                     {"leaving_it_out_also_removes": list(DEPENDENTS[element.key])}

@@ -13,7 +13,7 @@ from app.core.run_tree import CHECK_FILE, OUTPUT_FILES
 from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
-from app.tools.attacks import LIMIT_WATCHERS
+from app.tools.attacks import FILTER_GROUP_WATCHERS, LIMIT_WATCHERS
 from app.tools.nono import catalogue as c
 from app.tools.nono.policy import BASE_VARIABLES, DIGEST_KEY_VARIABLE
 
@@ -110,12 +110,22 @@ def _limits() -> dict[str, Proof]:
     }
 
 
+def _filter_groups() -> dict[str, Proof]:
+    """Each rule group of the baseline that is an element, watched by the attack that tries
+    its calls, in every role."""
+    return {
+        f"process.seccomp_groups[{group}]": Watched(common.ATTACK.id_for(attack=group), because)
+        for group, because in FILTER_GROUP_WATCHERS.items()
+    }
+
+
 def _process(role: Role) -> dict[str, Proof]:
     if role == "reader":
         filters = c.HELD_SECCOMP.id
         return {
             "process.enforcement_mode": Watched(filters, "nono's default mode adds no filter"),
             "process.seccomp_filter": Watched(filters, "the baseline is not installed"),
+            **_filter_groups(),
             **_limits(),
         }
     if role == "evaluator":
@@ -124,6 +134,7 @@ def _process(role: Role) -> dict[str, Proof]:
                 c.NO_SOCKET.id, "Landlock refuses its connect, but not the socket itself"
             ),
             "process.seccomp_filter": Watched(c.LANDLOCK_ALONE.id, "the baseline is not installed"),
+            **_filter_groups(),
             **_limits(),
         }
     return {
@@ -133,6 +144,7 @@ def _process(role: Role) -> dict[str, Proof]:
         "process.seccomp_filter": Watched(
             common.ATTACK.id_for(attack="unix"), "nono leaves unix sockets open"
         ),
+        **_filter_groups(),
         **_limits(),
     }
 

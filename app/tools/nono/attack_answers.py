@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from app.core.results import Errno
 from app.core.roles import Role
 from app.tools.attacks import LIMIT_ERRNOS, LIMIT_REASONS, LayerAnswers
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
 
 E = Errno
 # The reader and the writer may reach their own proxy over TCP; the evaluator has no network.
@@ -36,6 +37,14 @@ ANSWERS = LayerAnswers(
         "memory": "the baseline filter; no Landlock rule grants /dev/shm",
         "disk": "its profile grants each of its output files, not the directory, and the "
         "loader's RLIMIT_FSIZE holds each file to 1 MiB",
+        "other-processes": "the baseline filter: the kernel asks for no more than the uid, and "
+        "Landlock's scopes do not cover these calls",
+        "process-memory": "the baseline filter; Landlock refuses those that need ptrace "
+        "access too (migrate_pages, move_pages, kcmp)",
+        "file-metadata": "the baseline filter: Landlock has no right for a file's metadata",
+        "watches": "the baseline filter",
+        "fanotify": "the baseline filter",
+        "file-flags": "the baseline filter",
         **LIMIT_REASONS,
     },
     errnos={
@@ -72,5 +81,6 @@ ANSWERS = LayerAnswers(
         "output-create": E.EACCES,
         "output-past-limit": E.EFBIG,
         **LIMIT_ERRNOS,
+        **{probe: E.EPERM for probe in (*PROCESS_CALLS, *METADATA_CALLS, *WATCH_CALLS)},
     },
 )

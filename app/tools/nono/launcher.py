@@ -49,7 +49,7 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.nono.translate import Network, grants
-from app.tools.seccomp import LibseccompError, nono_baseline_filter
+from app.tools.seccomp import GROUP_ELEMENTS, LibseccompError, nono_baseline_filter
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
@@ -138,6 +138,19 @@ class NonoLayer(ConfinementLayer):
         self._write_profiles()
         profile: dict[str, Any] = json.loads(self.profile_path(role).read_text(encoding="utf-8"))
         return profile
+
+    def roles_reaching_output(self, role: Role) -> tuple[Role, ...]:
+        # Landlock has no right for metadata, and every role runs at the same uid, which owns
+        # every role's output: each reaches all of them by path.
+        return ROLES
+
+    def helper_processes(self) -> dict[str, int]:
+        """The key-holding proxy host and each launch process."""
+        host = self.proxies.host_pid
+        found = {} if host is None else {"the proxy host": host}
+        return found | {
+            f"launch process {index}": pid for index, pid in enumerate(self.launchers.pids(), 1)
+        }
 
     def role_dir(self, role: Role, direction: Direction) -> str:
         """nono does not remap paths: a role names its directories as the host does."""
@@ -228,8 +241,22 @@ class NonoLayer(ConfinementLayer):
         if baseline and "seccomp_filter" in process:
             # Loaded by the loader, first of all: nono-py has no way to stack a filter of the
             # caller's (app/tools/loader.py).
-            options += [FILTER_OPTION, process["seccomp_filter"]]
+            options += [FILTER_OPTION, self._filter_for(process)]
         return [*NONO_WORKER_COMMAND, *options, action, *args]
+
+    def _filter_for(self, process: dict[str, Any]) -> str:
+        """The filter the profile names, holding the rule groups it lists: the staged baseline
+        when it lists them all (every shipped profile), else a filter without the others,
+        staged beside it (a group left out on purpose: ``--break``, the removal test)."""
+        listed = process.get("seccomp_groups", [])
+        left_out = frozenset(GROUP_ELEMENTS) - set(listed)
+        if not left_out:
+            return str(process["seccomp_filter"])
+        path = self.run.paths.code / f"nono-baseline-without-{'-'.join(sorted(left_out))}.bpf"
+        if not path.exists():
+            path.write_bytes(nono_baseline_filter(left_out).program)
+            os.chmod(path, 0o644)
+        return str(path)
 
     def _execute(
         self,

@@ -255,6 +255,16 @@ def attack_surface(args: list[str]) -> Result:
     answers["shm-file"] = _create_and_remove(p["shm_file"])
     answers["output-create"] = _create_and_remove(p["output_new"])
     answers["output-past-limit"] = _write_past(p["output_file"], p["file_limit"])
+    # Before the limits' probes, which may leave it no descriptor to spare.
+    from .reach import metadata_reach, process_reach, watch_reach
+
+    numbers = {name: int(number) for name, number in p["syscalls"].items()}
+    answers.update(process_reach(numbers, p["processes"]))
+    others = p["others"]
+    own = {"own": p["output_file"], **({"other": others["file"]} if others else {})}
+    answers.update(metadata_reach(numbers, own, p["output_file"]))
+    folders = {"own": p["output_dir"], **({"other": others["folder"]} if others else {})}
+    answers.update(watch_reach(numbers, folders))
     limits = p["limits"]
     answers["address-space"] = _map_past(limits["address_space_bytes"])
     answers["open-files"] = _hold_descriptors(limits["open_files"])
