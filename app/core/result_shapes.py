@@ -123,6 +123,13 @@ def _processes_asked(data: Mapping[str, object], args: Sequence[str]) -> str | N
     return _keys_are(list(args[1:]), data["answers"], "processes")
 
 
+def _shaped_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    requests = cast(list[object], data["requests"])
+    if len(requests) == len(args) // 4:
+        return None
+    return f"it gave {len(requests)} answers to {len(args) // 4} requests"
+
+
 def _requests_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
     requests = cast(list[object], data["requests"])
     if len(requests) == len(args) // 3:
@@ -148,6 +155,7 @@ STATUS_FIELDS: Final = (
 NAMESPACES: Final = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
 _PATH: Final = Fields({"path": STRING})
 _RAW_REQUEST: Final = {"request_id": STRING, "method": STRING, "target": STRING}
+_SHAPED_REQUEST: Final = {**_RAW_REQUEST, "body_bytes": INTEGER}
 
 SHAPES: Final[Mapping[str, ActionShape]] = {
     # business.py
@@ -226,6 +234,19 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
             }
         ),
         answers_for=_requests_asked,
+    ),
+    "shaped-requests": ActionShape(
+        Fields(
+            {
+                "requests": ListOf(
+                    Outcome(
+                        ok=Fields({"status": INTEGER, **_SHAPED_REQUEST}),
+                        refused=Fields(_SHAPED_REQUEST),
+                    )
+                )
+            }
+        ),
+        answers_for=_shaped_asked,
     ),
     # system.py
     "proc-status": ActionShape(

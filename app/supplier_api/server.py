@@ -215,7 +215,9 @@ class _Connection:
         authenticated = self._key_ok(request)
         status, payload = self._handle(request, body, authenticated)
         close = conn.their_state is not h11.DONE
-        self._answer(conn, request, status, payload, authenticated, close=close)
+        self._answer(
+            conn, request, status, payload, authenticated, close=close, body_bytes=len(body)
+        )
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
             return bytes(conn.trailing_data[0])
         return None
@@ -358,7 +360,9 @@ class _Connection:
     ) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.OK, {"entries": self.server.log.entries()}
 
-    def _log(self, request: _Request, status: int, *, authenticated: bool) -> None:
+    def _log(
+        self, request: _Request, status: int, *, authenticated: bool, body_bytes: int = 0
+    ) -> None:
         ids = request.header(REQUEST_ID_HEADER)
         self.server.log.append(
             Logged(
@@ -368,6 +372,7 @@ class _Connection:
                 int(status),
                 ids[0] if ids else None,
                 authenticated,
+                body_bytes,
             )
         )
 
@@ -380,10 +385,11 @@ class _Connection:
         authenticated: bool,
         *,
         close: bool = True,
+        body_bytes: int = 0,
     ) -> None:
-        """Logs the request with its status, then sends the answer (when the connection can
-        still carry one)."""
-        self._log(request, status, authenticated=authenticated)
+        """Logs the request with its status and the body it carried, then sends the answer
+        (when the connection can still carry one)."""
+        self._log(request, status, authenticated=authenticated, body_bytes=body_bytes)
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
