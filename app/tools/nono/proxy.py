@@ -40,6 +40,8 @@ from app.tools.execution import TOOL_TIMEOUT_SECONDS
 from app.tools.nono.front import FrontRecord
 from app.tools.nono.policy import CREDENTIAL_ENV_VAR
 
+# The proxy host's module, run with -m.
+HOST_MODULE = "app.tools.nono.proxy_host"
 # One reply line from the proxy host, and how long a reply may take (a seal waits for the
 # connections still open to reach their own deadlines).
 MAX_REPLY_BYTES: Final = 1024 * 1024
@@ -195,7 +197,7 @@ class _ProxyHost:
         with log_file.open("wb") as stderr:
             self._process = subprocess.Popen(
                 # -P: the working directory, the run's own, is not on the module path.
-                [sys.executable, "-P", "-m", "app.tools.nono.proxy_host", str(os.getpid())],
+                [sys.executable, "-P", "-m", HOST_MODULE, str(os.getpid())],
                 # The run's folder, so that whoever lists processes sees whose it is.
                 cwd=log_file.parent,
                 env={"PATH": os.defpath, "PYTHONPATH": str(REPO_ROOT), "LC_ALL": "C.UTF-8"},
