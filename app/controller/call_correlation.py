@@ -4,6 +4,8 @@ Each call that reached the supplier must appear in its log exactly once, as reco
 call refused before the supplier must not appear at all; and the log must hold no request of
 this run that the run did not record. An empty log would satisfy the last two on its own, so
 the result also says whether the run held a successful read, an accepted draft and a refusal.
+And no GET of this run carried a body into the supplier, by the body bytes its log counts for
+each request (the accepted draft's, more than 0, shows it counts them).
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class CorrelationResult:
     had_refused_operation: bool
     # Draft submissions of this run in the supplier's own log, whoever sent them.
     drafts_posted: int = 0
+    # The supplier's own count of body bytes: this run's GETs that carried any, and the
+    # body of the draft it accepted (the control: the log counts a body it read).
+    reads_with_a_body: list[str] = field(default_factory=list)
+    reads: int = 0
+    draft_body_bytes: int = 0
     problems: list[str] = field(default_factory=list)
     calls: list[CallSeen] = field(default_factory=list)
 
@@ -114,6 +121,11 @@ def correlate(
         if entry.get("request_id") not in recorded_ids:
             problems.append(f"the supplier's log holds {_describe(entry)}, never made by the run")
 
+    drafts = [
+        e for e in run_entries if e.get("method") == "POST" and _DRAFT.fullmatch(str(e.get("path")))
+    ]
+    run_reads = [e for e in run_entries if e.get("method") == "GET"]
+
     def reached(method: str, pattern: re.Pattern[str], status: int) -> bool:
         return any(
             c.get("reaches_upstream")
@@ -131,14 +143,24 @@ def correlate(
         had_successful_read=reached("GET", _READ, 200),
         had_accepted_draft=reached("POST", _DRAFT, 201),
         had_refused_operation=any(not c.get("reaches_upstream") for c in calls),
-        drafts_posted=sum(
-            1
-            for e in run_entries
-            if e.get("method") == "POST" and _DRAFT.fullmatch(str(e.get("path")))
-        ),
+        drafts_posted=len(drafts),
+        reads_with_a_body=[
+            f"{_describe(e)}: {e.get('body_bytes')} bytes"
+            for e in run_reads
+            if e.get("body_bytes") != 0
+        ],
+        reads=len(run_reads),
+        draft_body_bytes=max((_body_bytes(e) for e in drafts if e.get("status") == 201), default=0),
         problems=problems,
         calls=seen_calls,
     )
+
+
+def _body_bytes(entry: Mapping[str, Any]) -> int:
+    """The body bytes a log entry counts; 0 when it counts none (an entry without the field
+    is a log that does not count them, which the control shows)."""
+    counted = entry.get("body_bytes")
+    return counted if type(counted) is int else 0
 
 
 def _seen(call: Mapping[str, Any], times: int) -> CallSeen:

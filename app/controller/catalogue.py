@@ -195,11 +195,23 @@ REFUSED_OPERATION: Final = Check(
     "correlation.refused-operation",
     "and at least one refused operation, so an empty upstream log could not pass this",
 )
+NO_BODY_ON_READ: Final = Check(
+    "correlation.no-body-on-read",
+    "no GET of this run reached the supplier API with a body, by the body bytes its own log "
+    "counts for each request: {reads} GETs, each of 0 bytes",
+)
+NO_BODY_ON_READ_CONTROL: Final = Check(
+    "correlation.no-body-on-read.control",
+    "control: the same log counts the body of the draft this run posted, {draft} bytes, so a "
+    "count of 0 is a reading and not a field the log never fills",
+)
 CORRELATION: Final = Section(
     "correlation",
     SUPPLIER_LOG,
     READ_AND_DRAFT,
     ONE_DRAFT,
+    NO_BODY_ON_READ,
+    NO_BODY_ON_READ_CONTROL,
     when("refuses_upstream", REFUSED_OPERATION),
 )
 

@@ -10,7 +10,10 @@ naming what is wrong, rather than a KeyError or TypeError deep in a check.
 the two to each other), the fields of its ok form and, for an action that reports a refusal,
 those of its refused form (None: the worker never reports one, so such a line is refused).
 A shape names every field the worker prints, and a field it does not name is refused too:
-nothing unchecked reaches a check, the evidence or a page.
+nothing unchecked reaches a check, the evidence or a page. Every number is bounded too: by
+what the kernel could report for it (a port, a uid, a pid, 64 bits) and, where the tool
+limits decide it, by what a process under them could report (its peak memory under its
+address-space limit, policies/tool-limits.json).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import Final, cast
 
 from app.core.errnos import Errno
 from app.core.escaping import escaped
+from app.core.tool_limits import tool_limits
 
 # How much of a wrong value a stop line shows: enough to recognise it, never a flood.
 _SHOWN_CHARACTERS: Final = 60
@@ -72,11 +76,49 @@ class Outcome:
     refused: Fields | None
 
 
-Shape = Scalar | ListOf | MapOf | Fields | Nullable | Outcome
+@dataclass(frozen=True)
+class Bounded:
+    """A JSON integer from ``low`` to ``high()`` (read when a line is checked: a bound from the
+    tool limits is the committed file's), ``what`` saying where the bound comes from."""
+
+    low: int
+    high: Callable[[], int]
+    what: str
+
+
+Shape = Scalar | ListOf | MapOf | Fields | Nullable | Outcome | Bounded
 
 STRING: Final = Scalar("a string", lambda value: isinstance(value, str))
-INTEGER: Final = Scalar(
+_ANY_INTEGER: Final = Scalar(
     "an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)
+)
+
+
+def _within(low: int, high: int, what: str) -> Bounded:
+    return Bounded(low, lambda: high, what)
+
+
+# Any number a tool reports fits what the kernel reports in: 64 bits.
+INTEGER: Final = _within(-(2**63), 2**63 - 1, "a 64-bit integer")
+_UNSIGNED_64: Final = _within(0, 2**64 - 1, "an unsigned 64-bit integer")
+_ID: Final = _within(0, 2**32 - 2, "a uid or gid")
+# PID_MAX_LIMIT on 64-bit Linux; a session id is 0 when its leader is outside the pid namespace.
+_PID: Final = _within(1, 4 * 1024 * 1024, "a pid")
+_SID: Final = _within(0, 4 * 1024 * 1024, "a session id")
+_PORT: Final = _within(0, 65535, "a port")
+_HTTP_STATUS: Final = _within(100, 599, "an HTTP status")
+_MODE: Final = _within(0, 0o7777, "a file mode's permission bits")
+_SIGNAL: Final = _within(0, 64, "a signal number")
+# A process under the address-space limit can hold no more than it in memory, nor send more.
+_PEAK_RSS_KIB: Final = Bounded(
+    0,
+    lambda: tool_limits().address_space_bytes.value // 1024,
+    "what a process under its address-space limit can hold (KiB)",
+)
+_BYTES_HELD: Final = Bounded(
+    0,
+    lambda: tool_limits().address_space_bytes.value,
+    "what a process under its address-space limit can hold",
 )
 BOOLEAN: Final = Scalar("a boolean", lambda value: isinstance(value, bool))
 NO_FIELDS: Final = Fields({})
@@ -123,6 +165,13 @@ def _processes_asked(data: Mapping[str, object], args: Sequence[str]) -> str | N
     return _keys_are(list(args[1:]), data["answers"], "processes")
 
 
+def _shaped_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
+    requests = cast(list[object], data["requests"])
+    if len(requests) == len(args) // 4:
+        return None
+    return f"it gave {len(requests)} answers to {len(args) // 4} requests"
+
+
 def _requests_asked(data: Mapping[str, object], args: Sequence[str]) -> str | None:
     requests = cast(list[object], data["requests"])
     if len(requests) == len(args) // 3:
@@ -147,7 +196,8 @@ STATUS_FIELDS: Final = (
 )
 NAMESPACES: Final = ("user", "pid", "net", "ipc", "uts", "mnt", "cgroup")
 _PATH: Final = Fields({"path": STRING})
-_RAW_REQUEST: Final = {"request_id": STRING, "method": STRING, "target": STRING}
+_RAW_REQUEST: Final[dict[str, Shape]] = {"request_id": STRING, "method": STRING, "target": STRING}
+_SHAPED_REQUEST: Final[dict[str, Shape]] = {**_RAW_REQUEST, "body_bytes": _BYTES_HELD}
 
 SHAPES: Final[Mapping[str, ActionShape]] = {
     # business.py
@@ -188,18 +238,18 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
     ),
     # files.py
     "open-read": ActionShape(
-        Fields({"path": STRING, "device": INTEGER, "inode": INTEGER}), refused=_PATH
+        Fields({"path": STRING, "device": _UNSIGNED_64, "inode": _UNSIGNED_64}), refused=_PATH
     ),
     "open-write": ActionShape(_PATH, refused=_PATH),
     "write-file": ActionShape(
-        Fields({"path": STRING, "sha256": STRING, "owner": ListOf(INTEGER)}), refused=_PATH
+        Fields({"path": STRING, "sha256": STRING, "owner": ListOf(_ID)}), refused=_PATH
     ),
     "access": ActionShape(Fields({"answers": ListOf(STRING)}), answers_for=_one_answer_each),
     # network.py
     "interfaces": ActionShape(Fields({"interfaces": ListOf(STRING)})),
     "tcp-connect": ActionShape(
-        Fields({"address": STRING, "port": INTEGER}),
-        refused=Fields({"address": STRING, "port": INTEGER}),
+        Fields({"address": STRING, "port": _PORT}),
+        refused=Fields({"address": STRING, "port": _PORT}),
     ),
     "socket-inet": ActionShape(NO_FIELDS, refused=NO_FIELDS),
     # probes.py
@@ -211,7 +261,7 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
     ),
     # proxy.py
     "supplier-request": ActionShape(
-        Fields({"method": STRING, "path": STRING, "status": INTEGER, "request_id": STRING}),
+        Fields({"method": STRING, "path": STRING, "status": _HTTP_STATUS, "request_id": STRING}),
         refused=Fields({"method": STRING, "path": STRING, "request_id": STRING}),
     ),
     "proxy-requests": ActionShape(
@@ -219,7 +269,7 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
             {
                 "requests": ListOf(
                     Outcome(
-                        ok=Fields({"status": INTEGER, **_RAW_REQUEST}),
+                        ok=Fields({"status": _HTTP_STATUS, **_RAW_REQUEST}),
                         refused=Fields(_RAW_REQUEST),
                     )
                 )
@@ -227,12 +277,25 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
         ),
         answers_for=_requests_asked,
     ),
+    "shaped-requests": ActionShape(
+        Fields(
+            {
+                "requests": ListOf(
+                    Outcome(
+                        ok=Fields({"status": _HTTP_STATUS, **_SHAPED_REQUEST}),
+                        refused=Fields(_SHAPED_REQUEST),
+                    )
+                )
+            }
+        ),
+        answers_for=_shaped_asked,
+    ),
     # system.py
     "proc-status": ActionShape(
         Fields(
             {
-                "uid": INTEGER,
-                "gid": INTEGER,
+                "uid": _ID,
+                "gid": _ID,
                 "status": Fields(dict.fromkeys(STATUS_FIELDS, STRING)),
                 "uid_map": ListOf(STRING),
                 "gid_map": ListOf(STRING),
@@ -241,16 +304,18 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
                 "mounts": ListOf(STRING),
                 "environment": ListOf(STRING),
                 "cwd": STRING,
-                "pid": INTEGER,
-                "sid": INTEGER,
-                "scratch": Nullable(Fields({"bytes": INTEGER, "mode": INTEGER, "uid": INTEGER})),
-                "pdeathsig": INTEGER,
+                "pid": _PID,
+                "sid": _SID,
+                "scratch": Nullable(Fields({"bytes": _UNSIGNED_64, "mode": _MODE, "uid": _ID})),
+                "pdeathsig": _SIGNAL,
                 "root_create": STRING,
             }
         )
     ),
-    "fill-scratch": ActionShape(Fields({"written": INTEGER}), refused=Fields({"written": INTEGER})),
-    "hold": ActionShape(Fields({"pid": INTEGER, "sid": INTEGER})),
+    "fill-scratch": ActionShape(
+        Fields({"written": _UNSIGNED_64}), refused=Fields({"written": _UNSIGNED_64})
+    ),
+    "hold": ActionShape(Fields({"pid": _PID, "sid": _SID})),
     "unshare-user": ActionShape(NO_FIELDS, refused=NO_FIELDS),
     "syscall": ActionShape(
         Fields({"number": INTEGER, "returned": INTEGER}), refused=Fields({"number": INTEGER})
@@ -281,6 +346,8 @@ def _envelope(path: str) -> frozenset[str]:
 def _kind(shape: Shape) -> str:
     if isinstance(shape, Scalar):
         return shape.name
+    if isinstance(shape, Bounded):
+        return _ANY_INTEGER.name
     if isinstance(shape, ListOf):
         return "a list"
     if isinstance(shape, Nullable):
@@ -334,6 +401,12 @@ def value_problem(shape: Shape, value: object, path: str) -> str | None:
         return None if value is None else value_problem(shape.inner, value, path)
     if isinstance(shape, Scalar):
         return None if shape.accepts(value) else f"{path} is {shown_value(value)}, not {shape.name}"
+    if isinstance(shape, Bounded):
+        problem = value_problem(_ANY_INTEGER, value, path)
+        high = shape.high()
+        if problem is not None or shape.low <= cast(int, value) <= high:
+            return problem
+        return f"{path} is {shown_value(value)}, beyond {shape.what}: {shape.low} to {high}"
     if isinstance(shape, ListOf):
         if not isinstance(value, list):
             return f"{path} is {shown_value(value)}, not a list"
@@ -363,7 +436,7 @@ def result_problem(document: Mapping[str, object], asked: str, args: Sequence[st
     if document["action"] != asked:
         return f"action is {shown_value(document['action'])}"
     # Every result's own peak memory, where the worker could read it (the benchmark's figure).
-    problem = value_problem(Nullable(INTEGER), document.get("peak_rss_kib"), "peak_rss_kib")
+    problem = value_problem(Nullable(_PEAK_RSS_KIB), document.get("peak_rss_kib"), "peak_rss_kib")
     if problem is not None:
         return problem
     shape = SHAPES[asked]

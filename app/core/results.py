@@ -21,6 +21,12 @@ class ToolRunError(RunStopped):
     """The tool process did not produce a result: start-up failure, timeout or crash."""
 
 
+class HelperLost(RunStopped):
+    """A helper process of a layer (nono's proxy host, a launch process) ended or stopped
+    answering within its deadline: the run stops with one line naming it, never as the FAIL of
+    a check about a role (no check's refusals hold it)."""
+
+
 class ToolStartFailed(ToolRunError):
     """The launcher's own call to start the tool process failed (an exec refused, nono-py
     raising before the tool ran): the controller's finding, before any of the tool's code

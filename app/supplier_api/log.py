@@ -42,6 +42,8 @@ class Logged:
     status: int
     request_id: str | None
     authenticated: bool
+    # The bytes of body the server read (a refused request's unread body is not counted).
+    body_bytes: int = 0
 
 
 def _run_prefix(request_id: str) -> str:
@@ -123,6 +125,7 @@ class RequestLog:
                 value = value[:limit]
             entry[name] = value
         entry["status"] = request.status
+        entry["body_bytes"] = request.body_bytes
         if cut:
             entry["cut"] = cut
         line = json.dumps(entry, separators=(",", ":"), ensure_ascii=True)

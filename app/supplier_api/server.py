@@ -375,7 +375,9 @@ class _Connection:
         authenticated = self._key_ok(request)
         status, payload = self._handle(request, body, authenticated)
         close = conn.their_state is not h11.DONE
-        self._answer(conn, request, status, payload, authenticated, close=close)
+        self._answer(
+            conn, request, status, payload, authenticated, close=close, body_bytes=len(body)
+        )
         if conn.our_state is h11.DONE and conn.their_state is h11.DONE:
             return bytes(conn.trailing_data[0])
         return None
@@ -519,19 +521,26 @@ class _Connection:
     ) -> tuple[int, dict[str, Any]]:
         return HTTPStatus.OK, {"entries": self.server.log.entries()}
 
-    def _log(self, request: _Request, status: int, *, authenticated: bool) -> bool:
-        """Logs the request; False when the log could not be written (nothing of the entry
-        is left in it)."""
+    def _log(
+        self, request: _Request, status: int, *, authenticated: bool, body_bytes: int = 0
+    ) -> bool:
+        """Logs the request and the body it carried; False when the log could not be written
+        (nothing of the entry is left in it)."""
         ids = request.header(REQUEST_ID_HEADER)
         try:
-            self._append(request, status, authenticated, ids[0] if ids else None)
+            self._append(request, status, authenticated, ids[0] if ids else None, body_bytes)
         except OSError as error:
             self.server.log_failed(error)
             return False
         return True
 
     def _append(
-        self, request: _Request, status: int, authenticated: bool, request_id: str | None
+        self,
+        request: _Request,
+        status: int,
+        authenticated: bool,
+        request_id: str | None,
+        body_bytes: int,
     ) -> None:
         self.server.log.append(
             Logged(
@@ -541,6 +550,7 @@ class _Connection:
                 int(status),
                 request_id,
                 authenticated,
+                body_bytes,
             )
         )
 
@@ -553,13 +563,15 @@ class _Connection:
         authenticated: bool,
         *,
         close: bool = True,
+        body_bytes: int = 0,
     ) -> None:
-        """Logs the request with its status, then sends the answer (when the connection can
-        still carry one). A request the log cannot take is answered 500, never as if served,
-        and the 500 is logged if the log takes that; the connection then closes."""
-        if not self._log(request, status, authenticated=authenticated):
+        """Logs the request with its status and the body it carried, then sends the answer
+        (when the connection can still carry one). A request the log cannot take is answered
+        500, never as if served, and the 500 is logged if the log takes that; the connection
+        then closes."""
+        if not self._log(request, status, authenticated=authenticated, body_bytes=body_bytes):
             status, payload, close = HTTPStatus.INTERNAL_SERVER_ERROR, {"error": "log failed"}, True
-            self._log(request, status, authenticated=authenticated)
+            self._log(request, status, authenticated=authenticated, body_bytes=body_bytes)
         if conn.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         data = json.dumps(payload, separators=(",", ":")).encode("utf-8")

@@ -16,6 +16,7 @@ import enum
 import os
 import selectors
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -30,6 +31,8 @@ MAX_OUTPUT_BYTES: Final = 64 * 1024
 # closes an exiting process's descriptors before its parent learns of its end), unless another
 # process holds it. This only outlasts the two events being seen one after the other.
 HELD_AFTER_END_SECONDS: Final = 1.0
+# How often a caller's ``watch`` is asked, while the channel is quiet.
+WATCH_SECONDS: Final = 0.25
 _CHUNK: Final = 65536
 
 
@@ -67,10 +70,17 @@ class Channel:
             os.close(self.read_fd)
             self.read_fd = -1
 
-    def read(self, ended_fd: int, deadline: float, limit: int = MAX_OUTPUT_BYTES) -> Output:
+    def read(
+        self,
+        ended_fd: int,
+        deadline: float,
+        limit: int = MAX_OUTPUT_BYTES,
+        watch: Callable[[], None] | None = None,
+    ) -> Output:
         """Reads until end of file after the tool's end (``ended_fd`` readable: a pidfd, or an
         eventfd the caller signals), or until more than ``limit`` bytes, the tool's end without
-        end of file, or ``deadline`` (time.monotonic) stop it."""
+        end of file, or ``deadline`` (time.monotonic) stop it. ``watch``, asked every
+        WATCH_SECONDS, raises to stop the reading (a helper the call depends on has stopped)."""
         chunks: list[bytes] = []
         size = 0
         at_eof = ended = False
@@ -89,6 +99,9 @@ class Channel:
                 wait = deadline - now
                 if ended:
                     wait = min(wait, ended_at + HELD_AFTER_END_SECONDS - now)
+                if watch is not None:
+                    watch()
+                    wait = min(wait, WATCH_SECONDS)
                 for key, _ in selector.select(wait):
                     if key.fd == ended_fd:
                         selector.unregister(ended_fd)

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from app.core.at_once import AT_ONCE_WIDTH
+from tests.support.faults import start_controller
 from tests.support.hostile import HostileRun, Step, run_hostile
 
 pytestmark = pytest.mark.integration
@@ -247,3 +248,71 @@ def test_a_forged_draft_is_never_posted(layer: str, base: Path) -> None:
     assert "it awards to 'cedar', where the checked comparison's winner is 'northstar'" in line
     assert _drafts_posted(run) == []
     _clean(run)
+
+
+def _reads_with_a_body(run: HostileRun) -> list[dict[str, object]]:
+    """The GETs the supplier API's own log counts a body for, from the kept run folder."""
+    (log,) = run.controller.work.glob("*/supplier/requests.jsonl")
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    return [e for e in entries if e["method"] == "GET" and e["body_bytes"] != 0]
+
+
+INPUT_FILES = {"reader": "reader/in/case.json", "writer": "writer/in/private.json"}
+
+
+@pytest.mark.parametrize("role", ["reader", "writer"])
+def test_a_get_with_a_body_or_a_type_never_reaches_the_supplier(base: Path, role: str) -> None:
+    """The role sends its own supplier read with 60 KB of its input as a body, and with a
+    Content-Type, under the request id the run gave it: its front answers each 400 and the
+    supplier reads no body on any GET; the run stops naming the role."""
+    step = Step(
+        "read-with-body",
+        role=role,
+        action="supplier-request",
+        args={"file": INPUT_FILES[role], "size": 60 * 1024},
+    )
+    run = run_hostile(base, "nono", [step], "--keep-workdir")
+    line = _stopped(run)
+    assert line.startswith(f"error (run stopped): the {role}'s tool process exited 3"), line
+    (said,) = re.findall(r"hostile read-with-body: (.*)", line)
+    assert said == (
+        "GET with 61440 bytes -> HTTP/1.1 400 Bad Request; GET with a type -> HTTP/1.1 400 Bad "
+        "Request"
+    ), line
+    assert _reads_with_a_body(run) == []
+    _clean(run)
+
+
+@pytest.mark.parametrize("role", ["reader", "writer"])
+def test_a_role_that_sends_a_get_with_a_body_and_goes_on_fails_the_run(
+    base: Path, role: str
+) -> None:
+    """The same requests, then the genuine read under the same request id: the run stops at the
+    read's record, naming the role, and the supplier read no body on any GET."""
+    step = Step(
+        "read-with-body",
+        role=role,
+        action="supplier-request",
+        args={"file": INPUT_FILES[role], "size": 60 * 1024, "then": "continue"},
+    )
+    run = run_hostile(base, "nono", [step], "--keep-workdir")
+    _stopped_naming(run, role)
+    assert _reads_with_a_body(run) == []
+    _clean(run)
+
+
+def test_a_front_that_passes_a_reads_body_fails_the_run(base: Path) -> None:
+    """The proxy host's front swapped for one that passes a read in any shape (support/
+    leaky_front.py): the run stops at the reader's GET with a body, which was answered 200, and
+    the supplier's own log shows the body it read."""
+    controller = start_controller(
+        base, "--keep-workdir", layer="nono", entry_module="support.leaky_front"
+    )
+    assert controller.finish(timeout=300) == 1, controller.output() + controller.errors()
+    fails = [line for line in controller.output().splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 1, controller.output()
+    assert fails[0].startswith("FAIL reader: the same GET with a body, its own case.json"), fails
+    assert "observed 200, records [('origin', None, 200, [" in fails[0], fails
+    (log,) = controller.work.glob("*/supplier/requests.jsonl")
+    entries = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [e["body_bytes"] for e in entries if e["method"] == "GET" and e["body_bytes"]] != []

@@ -115,3 +115,41 @@ def test_a_result_not_in_its_actions_shape_stops_the_run_naming_the_role(
     run = run_hostile(work_base, layer, [answered])
     stop = the_stop(run)
     assert f"the {role}'s tool process printed a result {problem}" in stop, run.describe()
+
+
+@pytest.mark.parametrize("layer", ["bubblewrap", "nono"])
+def test_a_peak_memory_no_process_under_the_limits_could_report_stops_the_run(
+    layer: str, work_base: Path
+) -> None:
+    """A peak_rss_kib of 4001 digits (json reads it as a number): the run stops naming the role,
+    and the number is in no file the run left, evidence.json among them."""
+    digits = "9" * 4001
+    line = f'{RESULT_PREFIX}{{"action": "write-draft", "ok": true, "errno": null, '
+    line += f'"peak_rss_kib": {digits}}}\n'
+    answered = Step("answer", role="writer", action="write-draft", args={"line": line})
+    run = run_hostile(work_base, layer, [answered], "--keep-workdir")
+    stop = the_stop(run)
+    assert (
+        "the writer's tool process printed a result for write-draft where peak_rss_kib is 999"
+        in stop
+    ), stop
+    assert stop.endswith(
+        "..., beyond what a process under its address-space limit can hold (KiB): 0 to 262144"
+    ), stop
+    # The hostile worker's own plan holds the line it printed; nothing else may.
+    left = [
+        path
+        for path in work_base.rglob("*")
+        if path.is_file()
+        and not path.is_symlink()
+        and path.name != "hostile_plan.json"
+        and digits[:200].encode() in _read(path)
+    ]
+    assert left == [], left
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""

@@ -4,6 +4,7 @@ process that dies or fails is a clear stop and is replaced; none outlives its co
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -158,6 +159,66 @@ def test_a_launch_process_killed_in_a_call_stops_it_and_is_replaced(
         os.kill(tool_pid, signal.SIGKILL)
     assert pool.call(_request("print('ran')"), who="a tool")[0].data == b"ran\n"
     assert launcher not in pool.pids()
+
+
+@pytest.mark.parametrize("moment", ["idle", "in a call"])
+def test_a_launch_process_stopped_stops_the_call_in_seconds_naming_it(
+    pool: LaunchProcesses, tmp_path: Path, moment: str
+) -> None:
+    """SIGSTOP on a launch process, idle (the next call it takes waits TAKEN_SECONDS for it) or
+    while its tool runs (the reading of the call's output sees it stopped): the call stops
+    naming the launch process and its state, long before the tool's own time limit."""
+    os.chmod(tmp_path, 0o777)
+    pid_file = tmp_path / "tool.pid"
+    code = f"open({str(pid_file)!r}, 'w').write(str(os.getpid())); import time; time.sleep(30)"
+    request = _request(code, timeout=60.0, **{str(tmp_path): "READ_WRITE"})
+    pool.start()
+    deadline = time.monotonic() + 10
+    while len(pool.pids()) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            pool.call(request, who="the held tool")
+        except BaseException as error:
+            errors.append(error)
+
+    stopped = pool.pids()
+    if moment == "idle":
+        for pid in stopped:
+            os.kill(pid, signal.SIGSTOP)
+    started = time.monotonic()
+    thread = threading.Thread(target=call)
+    thread.start()
+    try:
+        if moment == "in a call":
+            while not pid_file.exists() or not pid_file.read_text():
+                assert time.monotonic() < started + 10
+                time.sleep(0.01)
+            stopped = [pid for pid in pool.pids() if _parent(int(pid_file.read_text())) == pid]
+            os.kill(stopped[0], signal.SIGSTOP)
+            started = time.monotonic()
+        thread.join(20)
+        elapsed = time.monotonic() - started
+        assert not thread.is_alive()
+    finally:
+        # What is left of them goes on (a replaced one was killed), and the tool ends.
+        for pid in stopped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+        if pid_file.exists() and pid_file.read_text():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid_file.read_text()), signal.SIGKILL)
+    (error,) = errors
+    assert isinstance(error, LaunchProcessLost)
+    assert "the nono launch process (pid " in str(error), error
+    assert "the held tool" in str(error) and "it is stopped" in str(error), error
+    bound = 11.0 if moment == "idle" else 2.0
+    assert elapsed < bound, (elapsed, str(error))
+    # Replaced: the next call runs in a new launch process.
+    assert pool.call(_request("print('ran')"), who="a tool")[0].data == b"ran\n"
 
 
 def _parent(pid: int) -> int:

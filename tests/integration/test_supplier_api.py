@@ -46,12 +46,18 @@ def client(served: tuple[RunPaths, SupplierEndpoint]) -> SupplierClient:
     return SupplierClient(endpoint, endpoint.key_file.read_bytes(), CallLog(), paths.run_id)
 
 
-def raw(endpoint: SupplierEndpoint, method: str, path: str, headers: dict[str, str]) -> int:
-    """A request the client would never send (no key header at all)."""
+def raw(
+    endpoint: SupplierEndpoint,
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None = None,
+) -> int:
+    """A request the client would never send (no key header at all, or a GET with a body)."""
     context = ssl.create_default_context(cafile=str(endpoint.ca_file))
     connection = http.client.HTTPSConnection("localhost", endpoint.port, context=context)
     try:
-        connection.request(method, path, headers=headers)
+        connection.request(method, path, body=body, headers=headers)
         return connection.getresponse().status
     finally:
         connection.close()
@@ -160,11 +166,26 @@ def test_log_has_one_line_per_request_and_never_the_key(
     probe = {"X-Api-Key": key.decode(), "X-Analyst-Request-ID": "probe-1"}
     assert raw(endpoint, "HEAD", "/cases/rfp-001/suppliers", probe) == 405
     assert [e["method"] for e in client.read_log() if e["request_id"] == "probe-1"] == ["HEAD"]
-    assert set(after[0]) == {"time", "method", "path", "version", "status", "request_id"}
+    assert set(after[0]) == {
+        "time",
+        "method",
+        "path",
+        "version",
+        "status",
+        "request_id",
+        "body_bytes",
+    }
+    # The body each request carried, by its length: none on the read, 6 bytes on a GET that
+    # carried some (what a proxy must never pass).
+    assert by_id[ok.request_id]["body_bytes"] == 0
+    with_body = {**probe, "X-Analyst-Request-ID": "probe-2"}
+    assert raw(endpoint, "GET", "/cases/rfp-001/suppliers", with_body, b"secret") == 200
+    assert [e["body_bytes"] for e in client.read_log() if e["request_id"] == "probe-2"] == [6]
     state = paths.top / "supplier"
     on_disk = (state / "requests.jsonl").read_bytes()
-    # Since ``after``: the read that made it, the HEAD probe and the read that found it.
-    assert len(on_disk.splitlines()) == len(after) + 3
+    # Since ``after``: the read that made it, the HEAD probe, the read that found it, the GET
+    # with a body and the read that found that.
+    assert len(on_disk.splitlines()) == len(after) + 5
     assert key not in on_disk
     assert key not in (state / "stderr.log").read_bytes()
     assert key.decode() not in json.dumps(client.calls.as_json())

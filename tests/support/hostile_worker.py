@@ -287,6 +287,36 @@ def post_drafts(args: dict[str, Any]) -> None:
         )
 
 
+def read_with_body(args: dict[str, Any]) -> None:
+    """Sends its own supplier-request's GET twice through its proxy first, with its placeholder
+    and under the request id the run gave it: with ``args["size"]`` bytes of its own input file
+    ``args["file"]`` (repeated) as a body, and with a Content-Type; says what each was answered
+    and exits 3, or, with ``args["then"] == "continue"``, lets the genuine worker send it."""
+    argv = sys.argv[1:]
+    while argv[:1] and argv[0].startswith("--"):
+        argv = argv[2:]
+    method, path, request_id = argv[1], argv[2], argv[4] if len(argv) > 4 else ""
+    if method != "GET":
+        return
+    with open(os.path.join(run_dir(), args["file"]), "rb") as source:
+        data = source.read()
+    size = int(args["size"])
+    body = (data * (size // len(data) + 1))[:size]
+    base = os.environ.get("SUPPLIER_BASE_URL", "")
+    target = "/" + base.split("//", 1)[-1].split("/", 1)[-1] + path
+    own = f"X-Api-Key: {os.environ.get('SUPPLIER_API_KEY', '')}\r\n"
+    own += f"X-Analyst-Request-ID: {request_id}\r\n"
+    answers = [
+        f"GET with {len(body)} bytes -> {ask_proxy('GET', target, body, headers=own)}",
+        "GET with a type -> "
+        + ask_proxy("GET", target, headers=own + "Content-Type: application/json\r\n"),
+    ]
+    if args.get("then") == "continue":
+        return
+    os.write(2, ("hostile read-with-body: " + "; ".join(answers) + "\n").encode())
+    os._exit(3)
+
+
 def forge_draft(args: dict[str, Any]) -> None:
     """Does the writer's write-draft itself, with a draft that awards to ``args["winner"]``:
     the comparison saved as staged, the draft forged, a result line as the worker's; exits."""
@@ -526,6 +556,7 @@ ATTACKS: dict[str, Callable[[dict[str, Any]], None]] = {
     "flood-proxy": flood_proxy,
     "post-drafts": post_drafts,
     "forge-draft": forge_draft,
+    "read-with-body": read_with_body,
 }
 
 

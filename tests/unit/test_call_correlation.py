@@ -105,3 +105,16 @@ def test_every_draft_of_the_run_in_the_suppliers_log_is_counted_whoever_sent_it(
         f"the supplier's log holds POST /cases/rfp-001/recommendations ({RUN}-writerproxy-1), "
         "never made by the run"
     ]
+
+
+def test_a_get_of_the_run_that_carried_a_body_is_named_and_the_drafts_body_counted() -> None:
+    clean = correlate([READ, DRAFT], [entry(READ, body_bytes=0), entry(DRAFT, body_bytes=412)], RUN)
+    assert (clean.reads, clean.reads_with_a_body, clean.draft_body_bytes) == (1, [], 412)
+    leaked = correlate(
+        [READ, DRAFT], [entry(READ, body_bytes=61440), entry(DRAFT, body_bytes=412)], RUN
+    )
+    assert leaked.reads_with_a_body == [f"GET /cases/rfp-001/suppliers ({RUN}-c1): 61440 bytes"]
+    # A log that counts no body at all: every GET is named, and the control reads 0.
+    uncounted = correlate([READ, DRAFT], [entry(READ), entry(DRAFT)], RUN)
+    assert uncounted.reads_with_a_body == [f"GET /cases/rfp-001/suppliers ({RUN}-c1): None bytes"]
+    assert uncounted.draft_body_bytes == 0

@@ -15,6 +15,7 @@ from app.tools.nono.front import (
     request_id,
     response_body_length,
     response_status,
+    shape_refusal,
     upstream_request,
 )
 
@@ -117,14 +118,14 @@ def test_only_a_request_id_of_this_run_is_taken() -> None:
     assert request_id(None, RUN) is None
 
 
-def test_nono_gets_the_placeholder_and_the_content_type_and_nothing_else_of_the_roles() -> None:
+def test_nono_gets_a_head_of_the_fronts_making_and_the_writes_type_its_own() -> None:
     role_head = parse_head(
         head(
             "POST /supplier/cases/rfp-001/recommendations HTTP/1.1",
             "Host: evil.example",
             "X-Api-Key: placeholder",
             "Proxy-Authorization: Basic bm9ubzp0b2tlbg==",
-            "Content-Type: text/plain",
+            "Content-Type: application/x-www-form-urlencoded; anything=the-roles",
             "Content-Length: 5",
             "X-Forwarded-For: 10.0.0.1",
             "X-Analyst-Request-ID: forged",
@@ -138,10 +139,68 @@ def test_nono_gets_the_placeholder_and_the_content_type_and_nothing_else_of_the_
         b"Host: 127.0.0.1:4000\r\n"
         b"X-Analyst-Request-ID: " + f"{RUN}-writer-9".encode() + b"\r\n"
         b"X-Api-Key: placeholder\r\n"
-        b"Content-Type: text/plain\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n"
         b"Content-Length: 5\r\n"
         b"Connection: close\r\n\r\ndraft"
     )
+
+
+def test_a_read_goes_on_with_no_body_length_or_type_and_never_with_a_body() -> None:
+    line = "GET /supplier/cases/rfp-001/suppliers HTTP/1.1"
+    read = parse_head(head(line, "X-Api-Key: placeholder", "Content-Length: 0"))
+    sent = upstream_request(POLICY, read, b"", request_id=f"{RUN}-reader-1", host="h:1")
+    assert sent == (
+        b"GET /supplier/cases/rfp-001/suppliers HTTP/1.1\r\nHost: h:1\r\n"
+        b"X-Analyst-Request-ID: " + f"{RUN}-reader-1".encode() + b"\r\n"
+        b"X-Api-Key: placeholder\r\nConnection: close\r\n\r\n"
+    )
+    with pytest.raises(ValueError, match="carries no body"):
+        upstream_request(POLICY, read, b"x", request_id=f"{RUN}-reader-1", host="h:1")
+
+
+@pytest.mark.parametrize(
+    ("headers", "refusal"),
+    [
+        ((), None),
+        (("Content-Length: 0",), None),
+        (("Content-Length: 60000",), Refusal.NOT_ITS_SHAPE),
+        (("Content-Length: 1",), Refusal.NOT_ITS_SHAPE),
+        (("Content-Length: 00",), Refusal.NOT_ITS_SHAPE),
+        (("Content-Type: text/plain",), Refusal.NOT_ITS_SHAPE),
+        (("Content-Type: text/plain", "Content-Length: 0"), Refusal.NOT_ITS_SHAPE),
+        (("Transfer-Encoding: chunked",), Refusal.NOT_ITS_SHAPE),
+        (("Transfer-Encoding: identity",), Refusal.NOT_ITS_SHAPE),
+    ],
+)
+def test_a_read_with_a_body_its_length_or_its_type_is_not_its_shape(
+    headers: tuple[str, ...], refusal: Refusal | None
+) -> None:
+    read = parse_head(head("GET /supplier/cases/rfp-001/suppliers HTTP/1.1", *headers))
+    assert head_refusal(POLICY, read) is None
+    assert shape_refusal(POLICY, read) is refusal
+
+
+def test_the_once_only_write_alone_carries_a_body() -> None:
+    write = parse_head(
+        head(
+            "POST /supplier/cases/rfp-001/recommendations HTTP/1.1",
+            "Content-Type: text/plain",
+            "Content-Length: 5",
+        )
+    )
+    assert shape_refusal(POLICY, write) is None
+    reads_only = FrontPolicy(
+        prefix=POLICY.prefix,
+        pairs=POLICY.pairs,
+        once=frozenset(),
+        inject_header=POLICY.inject_header,
+        max_connections=8,
+    )
+    # The same write, not once-only: no body either.
+    assert shape_refusal(reads_only, write) is Refusal.NOT_ITS_SHAPE
+    answer = refusal_response(Refusal.NOT_ITS_SHAPE)
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert answer.endswith(b"refused by the role's proxy: not-its-shape\n")
 
 
 def test_the_fronts_answers_and_what_it_reads_of_nonos() -> None:

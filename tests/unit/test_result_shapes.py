@@ -255,6 +255,53 @@ BROKEN: list[tuple[str, list[str], str, str]] = [
         _line("env-names", names=[], peak_rss_kib=True),
         "where peak_rss_kib is True, not an integer",
     ),
+    # Numbers no process under the tool limits, or no kernel, could report.
+    (
+        "env-names",
+        [],
+        _line("env-names", names=[], peak_rss_kib=int("9" * 4001)),
+        "where peak_rss_kib is " + "9" * 60 + "..., beyond what a process "
+        "under its address-space limit can hold (KiB): 0 to 262144",
+    ),
+    (
+        "env-names",
+        [],
+        _line("env-names", names=[], peak_rss_kib=262145),
+        "where peak_rss_kib is 262145, beyond what a process under its address-space limit "
+        "can hold (KiB): 0 to 262144",
+    ),
+    (
+        "env-names",
+        [],
+        _line("env-names", names=[], peak_rss_kib=-1),
+        "where peak_rss_kib is -1, beyond what a process under its address-space limit can "
+        "hold (KiB): 0 to 262144",
+    ),
+    (
+        "tcp-connect",
+        [],
+        _line("tcp-connect", address="127.0.0.1", port=65536),
+        "where port is 65536, beyond a port: 0 to 65535",
+    ),
+    (
+        "proc-status",
+        [],
+        _line("proc-status", **{**PROC_STATUS, "uid": 2**32}),
+        "where uid is 4294967296, beyond a uid or gid: 0 to 4294967294",
+    ),
+    (
+        "syscall",
+        [],
+        _line("syscall", number=1, returned=2**63),
+        "where returned is 9223372036854775808, beyond a 64-bit integer: "
+        "-9223372036854775808 to 9223372036854775807",
+    ),
+    (
+        "proxy-requests",
+        ["r1", "CONNECT", "localhost:9"],
+        _line("proxy-requests", requests=[{"ok": True, "errno": None, "status": 1000, **RAW}]),
+        "where requests[0].status is 1000, beyond an HTTP status: 100 to 599",
+    ),
     (
         "evaluate",
         [],

@@ -25,6 +25,16 @@ def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> Cor
         detail=f"read {result.had_successful_read}, draft {result.had_accepted_draft}",
     )
     checks.expect_equal(c.ONE_DRAFT, result.drafts_posted, 1)
+    checks.require(
+        c.NO_BODY_ON_READ(reads=result.reads),
+        result.reads > 0 and not result.reads_with_a_body,
+        detail="; ".join(result.reads_with_a_body) or f"{result.reads} GETs",
+    )
+    checks.require(
+        c.NO_BODY_ON_READ_CONTROL(draft=result.draft_body_bytes),
+        result.draft_body_bytes > 0,
+        detail=f"the accepted draft counted {result.draft_body_bytes} bytes",
+    )
     if refuses_upstream:
         checks.require(
             c.REFUSED_OPERATION,

@@ -228,6 +228,22 @@ EARLY_DRAFT: Final = Check(
     "writer: POST {path} through the writer's proxy, with its placeholder, before the "
     "controller verified a draft, returns 403",
 )
+# A read in a shape it does not have (shape_checks.py): nono would add the key to its body.
+SHAPE_CONTROL: Final = Check(
+    "nono.proxy.{role}.read-shape.control",
+    "control: {role}: GET {path} sent raw through its proxy with its placeholder, no body and "
+    "no type, returns 200",
+)
+WITH_BODY: Final = Check(
+    "nono.proxy.{role}.read-with-body",
+    "{role}: the same GET with a body, its own {file} ({size} bytes), is answered 400 by its "
+    "proxy's front, recorded as not its pair's shape, and nothing of it passes to nono",
+)
+WITH_TYPE: Final = Check(
+    "nono.proxy.{role}.read-with-type",
+    "{role}: the same GET with a Content-Type ({type}) and no body is answered 400 by its "
+    "proxy's front, recorded as not its pair's shape, and nothing of it passes to nono",
+)
 # Tunnels and absolute URIs: nono-py's own listener would let them through to the route's
 # upstream host on any port (docs/notes/nono-proxy-upstream-host.md).
 TUNNEL: Final = Check(
@@ -287,6 +303,7 @@ SUPPLIER_PROXY: Final = Section(
     BEHIND,
     EARLY_DRAFT,
     each("request", ("writer.early-draft",), FRONT),
+    each("role", ONLINE_ROLES, SHAPE_CONTROL, WITH_BODY, WITH_TYPE),
     each("target", ("alias", "supplier"), TUNNEL, TUNNEL_AUDIT),
     when("loopback", CANARY_CONTROL),
     unless("loopback", SERVICE_CONTROL),

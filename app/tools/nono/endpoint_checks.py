@@ -2,7 +2,8 @@
 and recorded as passed on and allowed, each refused one answered 403 and recorded as refused
 at its role's front, while the supplier API itself accepts those same operations from the
 controller with the real key, and nono's own rules behind the front refuse them too; every
-tunnel and absolute-URI request refused (tunnel_checks.py); the writer's one draft, verified
+tunnel and absolute-URI request refused (tunnel_checks.py); each read with a body or a type
+refused (shape_checks.py); the writer's one draft, verified
 by the controller, passed once; then the proxies' records, whole (proxy_audit.py).
 
 Each request is sent where its lines print, and its call record kept then: its records are
@@ -27,6 +28,7 @@ from app.tools.nono.proxy import forwarded, nono_events
 from app.tools.nono.proxy_audit import check_proxy_audit
 from app.tools.nono.proxy_calls import ProxyCalls, Sent, summary
 from app.tools.nono.runner import NonoRunner
+from app.tools.nono.shape_checks import ShapeChecks
 from app.tools.nono.tunnel_checks import ONLINE, TunnelChecks
 
 
@@ -78,6 +80,7 @@ class EndpointChecks:
             ),
             partial(self._behind_lines, refused),
             partial(self._early_draft_lines, draft_method, draft),
+            *(partial(ShapeChecks(self.calls, read).lines, role) for role in ONLINE),
         )
         with TunnelChecks(self.calls) as others:
             others.check()

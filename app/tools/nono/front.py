@@ -5,7 +5,10 @@ upstream host to its proxy's CONNECT allowlist for every port and forwards an ab
 request to that host (docs/notes/nono-proxy-upstream-host.md). The front accepts an
 origin-form request for one of the role's listed method/path pairs and nothing else; a write
 (any method but GET) listed as once-only passes only with the very body the controller
-verified, and only once per run. Everything here is pure: bytes in, a decision out; the
+verified, and only once per run. Each pair passes only in its declared shape: a read (any pair
+but a once-only write) carries no body, no body's length but 0, no Transfer-Encoding and no
+Content-Type, and what nono gets is a head of the front's own making, never the role's headers
+but the placeholder. Everything here is pure: bytes in, a decision out; the
 proxy host (proxy_host.py) does the reading and the writing.
 """
 
@@ -37,6 +40,11 @@ _LENGTH = re.compile(r"[0-9]{1,7}")
 # segments, so one path has one spelling.
 _PLAIN_PATH = re.compile(r"(/[A-Za-z0-9._~-]+)+")
 REQUEST_ID_HEADER: Final = "x-analyst-request-id"
+# The type the front gives the once-only write's verified body, whatever the role said: the
+# writer's draft is plain text (app/core/draft.py).
+WRITE_CONTENT_TYPE: Final = "text/plain; charset=utf-8"
+# What only a write may carry: a read with any of these is refused, not stripped.
+_BODY_HEADERS: Final = ("content-type", "transfer-encoding")
 
 Form = Literal["origin", "tunnel", "absolute", "asterisk"]
 
@@ -48,6 +56,8 @@ class Refusal(StrEnum):
     ABSOLUTE_FORM = "absolute-form"  # GET http://host:port/...: a request for another server
     ASTERISK_FORM = "asterisk-form"
     NOT_LISTED = "not-listed"  # origin-form, but not one of the role's method/path pairs
+    # A listed pair in a shape it does not have: a read with a body, a body's length or type.
+    NOT_ITS_SHAPE = "not-its-shape"
     NOT_VERIFIED = "draft-not-verified"  # a once-only write before the controller verified it
     ALREADY_SENT = "draft-already-posted"  # a once-only write a second time
     BODY_DIFFERS = "draft-differs"  # a once-only write whose body is not the verified one
@@ -64,6 +74,7 @@ STATUS: Final[dict[Refusal, int | None]] = {
     Refusal.ABSOLUTE_FORM: 403,
     Refusal.ASTERISK_FORM: 403,
     Refusal.NOT_LISTED: 403,
+    Refusal.NOT_ITS_SHAPE: 400,
     Refusal.NOT_VERIFIED: 403,
     Refusal.ALREADY_SENT: 403,
     Refusal.BODY_DIFFERS: 403,
@@ -165,6 +176,10 @@ class FrontPolicy:
         path = target[len(self.prefix) + 1 :]
         return path if _PLAIN_PATH.fullmatch(path) and "/." not in path else None
 
+    def carries_body(self, head: RequestHead) -> bool:
+        """Whether ``head`` is a once-only write: the one shape that carries a body."""
+        return (head.method, self.upstream_path(head.target) or "") in self.once
+
 
 def head_refusal(policy: FrontPolicy, head: RequestHead) -> Refusal | None:
     """Why the front answers ``head`` itself, or None when it passes to the body check."""
@@ -178,6 +193,19 @@ def head_refusal(policy: FrontPolicy, head: RequestHead) -> Refusal | None:
     path = policy.upstream_path(head.target)
     if path is None or (head.method, path) not in policy.pairs:
         return Refusal.NOT_LISTED
+    return None
+
+
+def shape_refusal(policy: FrontPolicy, head: RequestHead) -> Refusal | None:
+    """Why a listed pair's request is refused for its shape, or None: only a once-only write
+    carries a body, so any other request with a Content-Length other than 0, a
+    Transfer-Encoding or a Content-Type is refused, however small (a GET's body would reach the
+    supplier with the real key)."""
+    if policy.carries_body(head):
+        return None
+    declared = head.headers.get("content-length", "0")
+    if declared != "0" or any(name in head.headers for name in _BODY_HEADERS):
+        return Refusal.NOT_ITS_SHAPE
     return None
 
 
@@ -199,19 +227,24 @@ def upstream_request(
     host: str,
 ) -> bytes:
     """The request the front sends nono for an accepted ``head``: the same method and target,
-    and of the role's headers only the placeholder and the content type. The request id is
-    always one of this run's, so the supplier's log can be matched with the run's record."""
+    and headers of the front's own making: the host, the request id, the role's placeholder
+    (nono checks it and swaps in the key) and, for a once-only write alone, its body's length
+    and the front's own content type. The request id is always one of this run's, so the
+    supplier's log can be matched with the run's record. A body on any other request is an
+    error here too, whatever the caller checked."""
+    carries = policy.carries_body(head)
+    if body and not carries:
+        raise ValueError(f"a {head.method} that carries no body was given {len(body)} bytes")
     lines = [
         f"{head.method} {head.target} HTTP/1.1",
         f"Host: {host}",
         f"X-Analyst-Request-ID: {request_id}",
     ]
-    for name in (policy.inject_header, "Content-Type"):
-        value = head.headers.get(name.lower())
-        if value is not None:
-            lines.append(f"{name}: {value}")
-    if body or head.method != "GET":
-        lines.append(f"Content-Length: {len(body)}")
+    placeholder = head.headers.get(policy.inject_header.lower())
+    if placeholder is not None:
+        lines.append(f"{policy.inject_header}: {placeholder}")
+    if carries:
+        lines += [f"Content-Type: {WRITE_CONTENT_TYPE}", f"Content-Length: {len(body)}"]
     lines.append("Connection: close")
     return ("\r\n".join(lines) + "\r\n\r\n").encode("ascii") + body
 

@@ -10,13 +10,14 @@ Here nothing runs beside the call: nono-py's two pipe readers start after the fo
 joined before it returns. Several launch processes make the controller's calls at once
 (launchers.py), each one call at a time.
 
-The controller speaks to each over a SOCK_SEQPACKET socket, one message each way per call: a
-request (one JSON object, launchers.py's LaunchRequest) carrying the call's channel
-(app/tools/channel.py) as one SCM_RIGHTS descriptor, and a reply, the tool's exit status or what
-nono-py raised. The channel is this process's standard input for the call, which nono-py leaves
-to its child as it finds it; the launcher's command makes it the tool's stdout and stderr
-(channel.py's CHANNEL_PRELUDE). The socket, above descriptor 2, is closed in the child by
-nono-py before exec.
+The controller speaks to each over a SOCK_SEQPACKET socket: per call a request (one JSON
+object, launchers.py's LaunchRequest) carrying the call's channel (app/tools/channel.py) as one
+SCM_RIGHTS descriptor, then two messages back: TAKEN at once, before anything else, so that a
+launch process that does not answer is known within seconds (launchers.py's TAKEN_SECONDS),
+and a reply, the tool's exit status or what nono-py raised. The channel is this process's
+standard input for the call, which nono-py leaves to its child as it finds it; the launcher's
+command makes it the tool's stdout and stderr (channel.py's CHANNEL_PRELUDE). The socket,
+above descriptor 2, is closed in the child by nono-py before exec.
 
 Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd> [<view fd>]``: it
 enters the tools' decoy view (app/core/decoy_view.py) if given one, dies with the controller
@@ -44,6 +45,8 @@ _CLONE_NEWNS: Final = 0x00020000
 MAX_REQUEST_BYTES: Final = 256 * 1024
 # What a request's capability list may call on nono-py's CapabilitySet (translate.py's
 # Capabilities): nothing else of the set, or of nono-py, is reachable through a request.
+# The first message back for each request: it is in hand.
+TAKEN: Final = b"taken"
 CAPABILITY_CALLS: Final = frozenset(
     {"allow_path", "allow_file", "block_network", "allow_tcp_connect_port"}
 )
@@ -108,6 +111,7 @@ def serve(nono: ModuleType, connection: socket.socket) -> None:
         message, fds, _, _ = socket.recv_fds(connection, MAX_REQUEST_BYTES, 1)
         if not message:
             return
+        connection.send(TAKEN)
         try:
             if len(fds) != 1:
                 reply: dict[str, Any] = {

@@ -2,11 +2,13 @@
 making one nono-py call at a time, so that calls made at once (CheckLog.at_once) overlap without
 nono-py ever forking the controller itself.
 
-A call takes an idle process, hands it the request and the call's channel, and reads the channel
-meanwhile, as for any tool (app/tools/channel.py): bounded, until the tool's end (the reply
-readable on the process's socket) or a deadline a little past the call's own time limit, which
-nono-py holds. A process that dies, or does not answer in time, is killed and another takes its
-place; the call stops the run (exit 1), naming the role.
+A call takes an idle process, hands it the request and the call's channel, waits for it to say
+the request is in hand (TAKEN_SECONDS), and reads the channel meanwhile, as for any tool
+(app/tools/channel.py): bounded, until the tool's end (the reply readable on the process's
+socket) or a deadline a little past the call's own time limit, which nono-py holds, and watching
+that the launch process is not stopped. A process that dies, is stopped, or does not answer in
+time, is killed and another takes its place; the call stops the run (exit 1), naming the launch
+process and the role's call.
 
 The processes are started from a thread of their own that lives until ``close``: each asks to
 die with the thread that started it (PR_SET_PDEATHSIG is tied to that thread, not to the
@@ -32,16 +34,23 @@ import nono_py
 
 from app.core.decoy_view import DecoyView
 from app.core.repo import REPO_ROOT
-from app.core.results import ToolRunError
+from app.core.results import HelperLost
 from app.tools.channel import Channel, Output, failure
 from app.tools.execution import UNREAPED_TOOL_CPU
+from app.tools.nono.helper_state import described, is_stopped
+from app.tools.nono.launch_process import TAKEN
 from app.tools.nono.translate import Grants, apply
 
 # How much longer than the call's own time limit its output is read: only a holder of that
 # limit that failed to end the call is ever waited out.
 READING_MARGIN_SECONDS: Final = 5.0
-# How long a reply may take once the tool has ended: nono-py reaps it and returns at once.
+# How long a reply may take once the tool has ended: nono-py reaps it and returns at once
+# (measured: under 1 ms, at load averages of 7 to 9 on 2 cores).
 REPLY_SECONDS: Final = 5.0
+# How long a launch process may take to say it has a request in hand: a fresh one first starts
+# its interpreter and loads nono-py (measured below 1 s at load averages of 7 to 9 on 2 cores),
+# an idle one answers at once.
+TAKEN_SECONDS: Final = 10.0
 _MAX_REPLY_BYTES: Final = 64 * 1024
 # Each access mode by the name the launch process looks up on nono-py.
 _MODE_NAMES: Final = {
@@ -55,7 +64,7 @@ class LaunchFailed(RuntimeError):
     """nono-py, in a launch process, raised before the tool ran: a piece of the machine."""
 
 
-class LaunchProcessLost(ToolRunError):
+class LaunchProcessLost(HelperLost):
     """A launch process ended, or stopped answering, during a call: the run stops (exit 1)."""
 
 
@@ -197,16 +206,22 @@ class LaunchProcesses:
                 socket.send_fds(launcher.connection, [request.encoded()], [channel.write_fd])
             except OSError as error:
                 lost = self._lost(launcher)
-                raise LaunchProcessLost(f"{who} could not be started: {lost}") from error
+                raise LaunchProcessLost(
+                    f"the nono launch process (pid {launcher.process.pid}) could not take the "
+                    f"call for {who}: {lost}"
+                ) from error
             on_start()
             channel.close_write()
+            self._taken(launcher, who)
             limit = request.timeout_secs
             deadline = time.monotonic() + limit + READING_MARGIN_SECONDS
-            output = channel.read(launcher.connection.fileno(), deadline)
+            output = channel.read(
+                launcher.connection.fileno(), deadline, watch=lambda: self._watch(launcher, who)
+            )
             # Closed before the reply is read: a tool still writing gets EPIPE, and buffers
             # nothing more.
             channel.close()
-            reply = self._reply(launcher, who, deadline + REPLY_SECONDS)
+            reply = self._reply(launcher, who, time.monotonic() + REPLY_SECONDS)
             healthy = True
         finally:
             channel.close()
@@ -222,6 +237,37 @@ class LaunchProcesses:
             raise failed
         return output, int(reply["exit_code"])
 
+    def _taken(self, launcher: _LaunchProcess, who: str) -> None:
+        """The launch process's word that the request is in hand, within TAKEN_SECONDS."""
+        launcher.connection.settimeout(TAKEN_SECONDS)
+        pid = launcher.process.pid
+        try:
+            message: bytes | None = launcher.connection.recv(_MAX_REPLY_BYTES)
+        except TimeoutError:
+            message = None
+        except OSError:
+            message = b""
+        if message == TAKEN:
+            return
+        what = (
+            f"did not take the call for {who} within {TAKEN_SECONDS:g} s"
+            if message is None
+            else f"ended before it took the call for {who}"
+            if not message
+            else f"answered the call for {who} with something else"
+        )
+        raise LaunchProcessLost(f"the nono launch process (pid {pid}) {what}: {described(pid)}")
+
+    @staticmethod
+    def _watch(launcher: _LaunchProcess, who: str) -> None:
+        """A launch process stopped mid-call would hold the call until its deadline: the run
+        stops at once instead, naming it."""
+        if is_stopped(launcher.process.pid):
+            raise LaunchProcessLost(
+                f"the nono launch process (pid {launcher.process.pid}) making the call for {who} "
+                f"stopped answering: {described(launcher.process.pid)}"
+            )
+
     def _reply(self, launcher: _LaunchProcess, who: str, deadline: float) -> dict[str, Any]:
         launcher.connection.settimeout(max(0.0, deadline - time.monotonic()))
         try:
@@ -231,9 +277,15 @@ class LaunchProcesses:
                 f"{who} outlasted its time limit and nono-py did not end it"
             ) from None
         except OSError as error:
-            raise LaunchProcessLost(f"{who}'s launch process failed: {error}") from None
+            raise LaunchProcessLost(
+                f"the nono launch process (pid {launcher.process.pid}) making the call for "
+                f"{who} failed: {error}"
+            ) from None
         if not message:
-            raise LaunchProcessLost(f"{who}'s launch process ended: {self._lost(launcher)}")
+            raise LaunchProcessLost(
+                f"the nono launch process (pid {launcher.process.pid}) making the call for "
+                f"{who} ended: {self._lost(launcher)}"
+            )
         reply: dict[str, Any] = json.loads(message)
         return reply
 

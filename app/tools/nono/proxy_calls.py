@@ -107,6 +107,23 @@ class ProxyCalls:
             sent.append(Sent(status, errno, self.layer.proxies.of(role, rid), call))
         return sent
 
+    def shaped_requests(self, role: Role, requests: list[tuple[str, str, str, str]]) -> list[Sent]:
+        """Supplier calls the role sends its proxy raw, with its key variable, each in a shape
+        (request id, method, path, shape: see the worker's shaped-requests); one tool process."""
+        flat = [part for request in requests for part in request]
+        result = self.layer.run_tool(role, "shaped-requests", *flat)
+        sent = []
+        for item in result.data["requests"]:
+            rid, method, path = str(item["request_id"]), str(item["method"]), str(item["target"])
+            records = self.layer.proxies.of(role, rid)
+            status = item.get("status")
+            call = CallRecord(
+                rid, role, method, path, self.supplier_host, status, forwarded(records)
+            )
+            errno = None if item.get("ok") else str(item.get("errno"))
+            sent.append(Sent(status, errno, records, call))
+        return sent
+
     def with_key(
         self,
         role: Role,

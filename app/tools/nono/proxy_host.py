@@ -49,6 +49,7 @@ from app.tools.nono.front import (
     request_id,
     response_body_length,
     response_status,
+    shape_refusal,
     upstream_request,
 )
 from app.tools.nono.side_process import tie_to_controller
@@ -230,7 +231,8 @@ class RoleFront:
             return self.record(None, Refusal.INCOMPLETE, None)
         try:
             head = parse_head(raw)
-            refusal = head_refusal(self.policy, head)
+            # The shape before any body is read: a read's body is never taken, let alone sent.
+            refusal = head_refusal(self.policy, head) or shape_refusal(self.policy, head)
             length = head.body_length() if refusal is None else 0
         except MalformedRequest:
             return self._refuse(None, Refusal.MALFORMED, exchange)

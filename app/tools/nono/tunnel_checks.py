@@ -181,22 +181,24 @@ class TunnelChecks:
         ``limit`` connections without a whole request."""
         count, port = self.limit(role), self.calls.layer.proxies.port(role)
         held: list[socket.socket] = []
-        try:
-            for _ in range(count - 1):
+        # A front that does not answer in time is the proxy host's failure, not the role's.
+        with self.calls.layer.proxies.answering():
+            try:
+                for _ in range(count - 1):
+                    held.append(socket.create_connection((LOOPBACK, port), timeout=CONTROL_SECONDS))
+                    held[-1].sendall(b"GET /")
+                rid = self.calls.layer.next_request_id(role)
+                target = authority(LOOPBACK, port)
                 held.append(socket.create_connection((LOOPBACK, port), timeout=CONTROL_SECONDS))
-                held[-1].sendall(b"GET /")
-            rid = self.calls.layer.next_request_id(role)
-            target = authority(LOOPBACK, port)
-            held.append(socket.create_connection((LOOPBACK, port), timeout=CONTROL_SECONDS))
-            held[-1].sendall(
-                f"CONNECT {target} HTTP/1.1\r\nX-Analyst-Request-ID: {rid}\r\n\r\n".encode()
-            )
-            within = _status(held[-1])
-            held.append(socket.create_connection((LOOPBACK, port), timeout=CONTROL_SECONDS))
-            beyond = _status(held[-1])
-        finally:
-            for connection in held:
-                connection.close()
+                held[-1].sendall(
+                    f"CONNECT {target} HTTP/1.1\r\nX-Analyst-Request-ID: {rid}\r\n\r\n".encode()
+                )
+                within = _status(held[-1])
+                held.append(socket.create_connection((LOOPBACK, port), timeout=CONTROL_SECONDS))
+                beyond = _status(held[-1])
+            finally:
+                for connection in held:
+                    connection.close()
         call = CallRecord(rid, "controller", "CONNECT", target, LOOPBACK, within, False)
         self.calls.keep(Sent(within, None, [], call))
         log = self.run.checks

@@ -39,6 +39,7 @@ ACTION_MODULES: dict[str, str] = {
     "peek-process": "probes",
     "supplier-request": "proxy",
     "proxy-requests": "proxy",
+    "shaped-requests": "proxy",
     "credential-digest": "credentials",
     "proc-status": "system",
     "fill-scratch": "system",

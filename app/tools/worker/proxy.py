@@ -116,7 +116,58 @@ def proxy_requests(args: list[str]) -> Result:
     return ok(requests=[_raw_request(method, target, rid) for rid, method, target in triples])
 
 
+# What a shaped request adds to a plain origin-form one: ``plain`` nothing, ``body:FILE`` that
+# file's bytes as its body (with their length, no type), ``type:TEXT`` a Content-Type (no body).
+_SHAPES = ("plain", "body:", "type:")
+
+
+def _shaped_request(request_id: str, method: str, path: str, shape: str) -> dict[str, object]:
+    """One supplier call sent as written, with this role's key variable in ``X-Api-Key`` like
+    any client's, in ``shape``; the answer's status."""
+    if not shape.startswith(_SHAPES):
+        raise ValueError(f"a shape that is not plain, body:FILE or type:TEXT: {shape!r}")
+    extra, body = "", b""
+    if shape.startswith("body:"):
+        with open(shape[len("body:") :], "rb") as source:
+            body = source.read()
+        extra = f"Content-Length: {len(body)}\r\n"
+    elif shape.startswith("type:"):
+        extra = f"Content-Type: {shape[len('type:') :]}\r\n"
+    prefix = urlsplit(os.environ[BASE_URL_VARIABLE]).path
+    head = (
+        f"{method} {prefix}{path} HTTP/1.1\r\nHost: {_front()[0]}\r\n"
+        f"X-Api-Key: {os.environ.get(KEY_VARIABLE, '')}\r\n"
+        f"X-Analyst-Request-ID: {request_id}\r\n{extra}Connection: close\r\n\r\n"
+    )
+    fields: dict[str, object] = {
+        "request_id": request_id,
+        "method": method,
+        "target": path,
+        "body_bytes": len(body),
+    }
+    try:
+        connection = socket.create_connection(_front(), timeout=TIMEOUT_SECONDS)
+    except OSError as error:
+        if error.errno is None:
+            raise
+        return refused(error, **fields)
+    with connection:
+        connection.sendall(head.encode("ascii") + body)
+        return ok(status=_status(connection), **fields)
+
+
+def shaped_requests(args: list[str]) -> Result:
+    """``REQUEST_ID METHOD PATH SHAPE [...]``: each supplier call sent raw to this role's proxy,
+    in its shape (see _SHAPES): a read with a body, or with a type, beside the same read plain;
+    reports each answer."""
+    if not args or len(args) % 4:
+        raise ValueError("shaped-requests takes REQUEST_ID METHOD PATH SHAPE quadruples")
+    quads = [args[i : i + 4] for i in range(0, len(args), 4)]
+    return ok(requests=[_shaped_request(*quad) for quad in quads])
+
+
 ACTIONS = {
     "supplier-request": supplier_request,
     "proxy-requests": proxy_requests,
+    "shaped-requests": shaped_requests,
 }
