@@ -319,7 +319,7 @@ def _commands(args: argparse.Namespace) -> int:
             )
         )
     # Imported here: a run renders its pages only at its end (the report page phase).
-    from app.controller.layer_comparison import write_layer_comparison
+    from app.report.layer_comparison import write_layer_comparison
 
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]

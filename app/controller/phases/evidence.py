@@ -43,11 +43,13 @@ def finish(
         refusals=(KeyLeak,),
         detail=lambda _: f"for {', '.join(secrets)}",
     )
-    listed = checks_document(parts.facts, checks.as_json())
+    listed = checks_document(
+        parts.facts, checks.as_json(), after_written=((c.EVIDENCE.name, c.SCANNED_AFTER),)
+    )
     with clock.aside(REPORT_PAGE_PHASE):
         # Its modules and templates were made ready in a thread beside the checks.
         templates.wait()
-        from app.controller.report_page import ReportInputs, render_report
+        from app.report.page import ReportInputs, render_report
 
         page = render_report(ReportInputs(evidence, listed, comparison))
     write_scanned(run.paths.run, {"checks.json": json_bytes(listed), "report.html": page}, secrets)
