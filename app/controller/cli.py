@@ -124,8 +124,9 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the case under both layers, then a summary",
         description="What `make demo` runs: the case under bubblewrap, then under nono, each as "
-        "`run` runs it, then a summary of both. It stops at the first run that does not complete, "
-        "with that run's exit code.",
+        "`run` runs it, then a summary of both, and each run's signed statement verified as "
+        "`verify` does (exit 1 if one does not hold). It stops at the first run that does not "
+        "complete, with that run's exit code.",
     )
     _common(demo)
     demo.add_argument(
@@ -135,7 +136,43 @@ def _parser() -> argparse.ArgumentParser:
         help="parent of the per-layer report folders (default: runs)",
     )
     _case_commands(commands)
+    _verify_command(commands)
     return parser
+
+
+def _verify_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="check a run's signed statement: its signature, every file's sha256, that no "
+        "check failed and that the policy in force is the committed one",
+        description="Reads attestation.intoto.jsonl and the run's files from a run's folder or "
+        "its store prefix, checks the DSSE signature against the key given, recomputes every "
+        "subject's sha256, checks that no check failed and that the policy digests in force "
+        "match the committed policies, then prints each difference and one line saying what "
+        "was proven and what was skipped. Exits 0 only when all hold, 1 when anything differs, "
+        "2 when the source, key or folder cannot be read.",
+    )
+    verify.add_argument(
+        "source",
+        metavar="RUN_DIR_OR_S3_PREFIX",
+        help="a run's report folder, or its store prefix s3://BUCKET/reports/CASE/RUN/",
+    )
+    signer = verify.add_mutually_exclusive_group()
+    signer.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUBLIC_KEY",
+        help="the PEM public key that must have signed it (default: this installation's key)",
+    )
+    signer.add_argument(
+        "--kms-key", metavar="ARN", help="the AWS KMS key that must have signed it (a cluster's)"
+    )
+    verify.add_argument(
+        "--policy-dir",
+        type=Path,
+        metavar="DIR",
+        help="the committed policies to compare with (default: this checkout's policies/)",
+    )
 
 
 def _case_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -229,6 +266,8 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
         model=outcome.model_description,
         out_dir=outcome.out_dir,
         report_uri=outcome.report_uri,
+        signed_by=outcome.signed_by,
+        made_key=outcome.made_key,
     )
     print("\n".join(map(escaped, closing.lines())), file=stream, flush=True)
 
@@ -269,6 +308,16 @@ def _nitro_evidence(args: argparse.Namespace) -> int:
     return 0 if verdict is Verdict.ISOLATED else 1
 
 
+def _verify(args: argparse.Namespace) -> int:
+    from app.controller.verify_command import VerifyRequest, verify
+
+    request = VerifyRequest(args.source, args.key, args.kms_key, args.policy_dir)
+    try:
+        return verify(request, sys.stdout)
+    except AnalystError as error:
+        _fatal(error)
+
+
 def _case(args: argparse.Namespace) -> int:
     try:
         if args.case_command == "new":
@@ -288,6 +337,8 @@ def _commands(args: argparse.Namespace) -> int:
         return 0
     if args.command == "nitro-evidence":
         return _nitro_evidence(args)
+    if args.command == "verify":
+        return _verify(args)
     if args.command == "doctor":
         layers = [Layer(args.layer)] if args.layer else list(Layer)
         runnable = doctor(DoctorOptions(layers, args.workdir), sys.stdout)
@@ -324,7 +375,23 @@ def _commands(args: argparse.Namespace) -> int:
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
     print("\n".join(map(escaped, demo_ending(reports, page))))
-    return 0
+    return _verify_each(outcomes)
+
+
+def _verify_each(outcomes: list[tuple[Layer, RunOutcome]]) -> int:
+    """The demo's last step: each run's attestation verified as a reviewer would, with this
+    installation's key and this checkout's committed policies."""
+    from app.controller.verify_command import VerifyRequest, verify
+
+    print("==> verify each run's signed statement")
+    worst = 0
+    for layer, outcome in outcomes:
+        print(f"  {layer.value}: python -m app.controller verify {escaped(str(outcome.out_dir))}")
+        try:
+            worst = max(worst, verify(VerifyRequest(str(outcome.out_dir)), sys.stdout))
+        except AnalystError as error:
+            _fatal(error)
+    return worst
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from app.controller.attest import ATTESTATION_FILES
 from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
@@ -67,6 +68,7 @@ REPORT_FILES: Final = (
     "evidence.json",
     "checks.json",
     "calls.json",
+    *ATTESTATION_FILES,
 )
 
 
@@ -100,6 +102,10 @@ class RunOutcome:
     timing: list[dict[str, Any]]
     # What making the report page's templates ready cost, in a thread beside the checks.
     templates_ready: dict[str, float]
+    # The key that signed attestation.intoto.jsonl, and this installation's key file when this
+    # run made it (its first use).
+    signed_by: str = ""
+    made_key: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -330,7 +336,7 @@ def _run(
             correlation=correlated,
             timing=clock.table(),
         )
-        finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
+        attested = finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
         recommended = parts.recommendation
 
         copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
@@ -349,6 +355,8 @@ def _run(
                 "wall_ms": round(templates.wall_ms, 1),
                 "cpu_ms": round(templates.cpu_ms, 1),
             },
+            signed_by=attested.keyid,
+            made_key=attested.made_key,
         )
 
 

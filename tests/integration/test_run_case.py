@@ -16,11 +16,15 @@ from app.controller.catalogue import run_sections
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.supplier_client import SupplierClient
+from app.controller.verify_command import folder_files
 from app.core.calls import SupplierReply
 from app.core.case import CaseError
 from app.core.checklog import CheckFailed
-from app.core.repo import SAMPLE_CASE
+from app.core.repo import POLICIES_DIR, SAMPLE_CASE
 from app.core.roles import Layer
+from app.report.attestation import key_from_pem, read_attestation
+from app.report.statement import ATTESTATION_NAME, PUBLIC_KEY_NAME
+from app.report.verification import verify_run
 from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.execution import TOOL_STARTS
 from app.tools.nono.checks import NonoChecks
@@ -110,6 +114,15 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
     assert all(row["wall_ms"] >= 0 and row["controller_cpu_ms"] >= 0 for row in timing)
     # The work tree (secrets included) is gone after the run.
     assert not (work_base / "work" / outcome.run_id).exists()
+    # The signed statement covers every file and every check, the last scan's too, and holds.
+    attested = read_attestation((out / ATTESTATION_NAME).read_bytes())
+    assert [c["id"] for c in attested.predicate["checks"]] == planned
+    assert attested.predicate["counts"]["PASS"] == outcome.checks_passed
+    key = key_from_pem((out / PUBLIC_KEY_NAME).read_bytes())
+    assert key.keyid == outcome.signed_by
+    verdict = verify_run(folder_files(out), [key], POLICIES_DIR)
+    assert verdict.holds, verdict.problems
+    assert verdict.skipped == list(outcome.skipped)
 
 
 def test_digest_mismatch_stops_before_anything_is_written(tmp_path: Path, work_base: Path) -> None:

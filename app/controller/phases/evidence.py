@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from app.controller import catalogue as c
+from app.controller.attest import Attested, attest, kms_client_if_named, store_attestation
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
 from app.controller.report_templates import ReportTemplates
@@ -28,7 +29,8 @@ def finish(
     secrets: Mapping[str, bytes],
     clock: PhaseClock,
     templates: ReportTemplates,
-) -> list[str]:
+) -> Attested:
+    """Writes and stores the run's last files; returns how its attestation was signed."""
     checks = run.checks
     checks.begin(c.EVIDENCE)
     evidence = evidence_document(parts)
@@ -65,4 +67,14 @@ def finish(
         raise
     checks.require(c.SCANNED_AFTER, True, detail=f"{len(scanned)} files: {', '.join(scanned)}")
     checks.close()
-    return scanned
+    # Signed once every check is made: the statement holds the read-back scan's outcome too.
+    attested = attest(
+        run.paths.run,
+        evidence,
+        checks.as_json(),
+        evidence,
+        secrets,
+        kms_client=kms_client_if_named(services.session),
+    )
+    store_attestation(run.paths.run, services.store, run.report_prefix)
+    return attested
