@@ -46,8 +46,10 @@ def attest(
     *,
     kms_client: Any | None = None,
     stopped_at: str | None = None,
+    names: Sequence[str] = SUBJECT_NAMES,
 ) -> Attested:
-    """Signs the run's files in ``run_dir`` and writes the two attestation files there."""
+    """Signs the run's files in ``run_dir`` (those of ``names`` it holds) and writes the two
+    attestation files there."""
     signer, key_path, made = signer_for(kms_client, os.environ.get(KMS_KEY_VARIABLE))
     files = {
         name: (run_dir / name).read_bytes() for name in SUBJECT_NAMES if (run_dir / name).is_file()

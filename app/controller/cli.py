@@ -53,7 +53,8 @@ def _parser() -> argparse.ArgumentParser:
         help="run one case under one confinement layer",
         description="Runs one case with its three tool processes confined by the chosen layer and "
         "prints one PASS, FAIL or SKIP line per check, then ANALYST_COMPLETE=<run id>, the count "
-        "and where the report is. A FAIL stops the run with exit 1 and no report.",
+        "and where the report is. A FAIL stops the run with exit 1 and no recommendation; its "
+        "check list, a page leading with the failed check and its signed statement are kept.",
     )
     run.add_argument(
         "--layer",
@@ -248,6 +249,15 @@ def _fatal(error: AnalystError) -> NoReturn:
     # The message may quote a tool's words (its stderr, a file name it chose): one line,
     # escaped, whatever they hold.
     if isinstance(error, CheckFailed):
+        if error.kept is not None:
+            # The failure's evidence, on the run's own output: its page leads with the check.
+            print(
+                escaped(
+                    f"the failed run's page, check list and signed statement: {error.kept} "
+                    f"(report.html; python -m app.controller verify {error.kept})"
+                ),
+                flush=True,
+            )
         print(f"ANALYST_FAILED: {escaped(str(error))}", file=sys.stderr)
     else:
         print(f"error ({error.label}): {escaped(str(error))}", file=sys.stderr)

@@ -15,11 +15,11 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from app.controller.attest import ATTESTATION_FILES
+from app.controller.attest import ATTESTATION_FILES, attest, kms_client_if_named
 from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
@@ -28,6 +28,7 @@ from app.controller.evidence_document import (
     EvidenceParts,
     Recommended,
     RunFacts,
+    checks_document,
 )
 from app.controller.guest import GuestReadings, read_guest
 from app.controller.limits import check_file_size_limit
@@ -42,8 +43,9 @@ from app.controller.phases.report import report
 from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
-from app.controller.provenance import provenance
+from app.controller.provenance import code_revision, policy_digests, provenance
 from app.controller.report_templates import ReportTemplates
+from app.controller.secret_scan import write_scanned
 from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
@@ -51,10 +53,11 @@ from app.controller.timing import PhaseClock
 from app.controller.workdir import RUN_LOCK, check_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
-from app.core.checklog import CheckLog
+from app.core.checklog import CheckFailed, CheckLog
 from app.core.decoy_view import DecoyView
-from app.core.errors import LayerUnavailable, RunStopped
+from app.core.errors import AnalystError, LayerUnavailable, RunStopped
 from app.core.escaping import escaped
+from app.core.files import json_bytes
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
@@ -70,6 +73,8 @@ REPORT_FILES: Final = (
     "calls.json",
     *ATTESTATION_FILES,
 )
+# What a run that stopped at a failed check keeps, with its attestation.
+FAILED_FILES: Final = ("checks.json", "report.html")
 
 
 @dataclass(frozen=True)
@@ -267,97 +272,158 @@ def _run(
     plan: RunPlan, factory: LayerFactory, stream: TextIO | None, clock: PhaseClock
 ) -> RunOutcome:
     with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
-        run, services, client = prepared.run, prepared.services, prepared.client
         clock.enter("preflight")
-        # From here the run mostly waits for one tool process at a time: the report page's
-        # templates are made ready meanwhile, in a thread of their own.
-        templates = ReportTemplates()
-        guest = read_guest()
-        _opening(run, prepared.mode, guest)
-        # What this run alone used: runs at the same time share none of it (`make bench`).
-        endpoints = {
-            "run_tree": str(run.paths.top),
-            "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
-            "supplier": run.supplier.url,
-            "bucket": services.bucket,
-        }
-        layer.preflight()
-        layer_checks = layer.checks()
+        try:
+            return _phases(prepared, layer, clock)
+        except CheckFailed as failed:
+            failed.kept = _keep_failure(prepared, layer, failed)
+            raise
 
-        layer_checks.process()
-        stored = identity_and_storage(run, services, prepared.folder)
-        if run.in_cluster:
-            cluster_mounts_and_names(run)
-        pod_egress_bounded(run, services.session)
-        stage_inputs(run, stored)
-        layer_checks.boundary()
-        availability = supplier(run, client, stored)
-        comparison = business(run, layer, layer_checks, stored, availability)
-        retire_secrets(run, services)
-        checked = model_turn(run, services.model, stored, comparison)
+
+def _keep_failure(
+    prepared: PreparedRun, layer: ConfinementLayer, failed: CheckFailed
+) -> Path | None:
+    """A failed run's evidence, kept: its check list and a page leading with the failed check,
+    each scanned for the secrets, signed into its statement, copied to --out and stored. Only
+    these files: what else the run directory holds is not scanned here, so it is not kept.
+    Whatever keeps them from being written, the run's own failure is what is reported."""
+    run, services = prepared.run, prepared.services
+    try:
+        facts = _facts(run, services)
+        listed = checks_document(facts, run.checks.as_json())
         secrets = _secrets(services, layer)
-        report(run, services, checked, comparison, secrets)
-        correlated = correlation(run, client, layer_checks.refuses_upstream)
-        # The last phase writes the evidence, so the table holds every phase before it.
-        clock.enter("evidence")
-        layer_evidence = layer.evidence()
-        parts = EvidenceParts(
-            facts=RunFacts(
-                run_id=run.run_id,
-                layer=run.layer.value,
-                case_id=run.case.case_id,
-                report_uri=f"s3://{services.bucket}/{run.report_prefix}",
-                in_cluster=run.in_cluster,
-                rehearsal=run.rehearsal,
-            ),
-            case=run.case,
-            provenance=provenance(
-                layer,
-                layer_evidence,
-                in_cluster=run.in_cluster,
-                model_description=services.model.description,
-                model_id=str(checked.usage.get("model", "")),
-            ),
-            guest=guest,
-            endpoints=endpoints,
-            controller=ControllerHolds(
-                supplier_key_file=str(run.supplier.key_file),
-                aws_identity=services.identity.expected_caller,
-                aws_credential_source=services.identity.credential_source,
-            ),
-            policy=layer_evidence,
-            readings=layer_checks.readings(),
-            recommendation=Recommended(
-                supplier_id=checked.supplier_id,
-                supplier_name=run.case.supplier(checked.supplier_id).name,
-                analysis=checked.answer.analysis,
-            ),
-            model_usage=checked.usage,
-            correlation=correlated,
-            timing=clock.table(),
-        )
-        attested = finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
-        recommended = parts.recommendation
+        from app.report.failed_page import render_failed
 
-        copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
-        clock.stop()
-        return RunOutcome(
-            run_id=run.run_id,
-            checks_passed=run.checks.passed,
-            skipped=tuple(r.id for r in run.checks.records if r.outcome == "SKIP"),
-            out_dir=copied,
-            report_uri=f"s3://{services.bucket}/{run.report_prefix}",
-            model_description=services.model.description,
-            recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
-            sections=section_counts(run.checks.records),
-            timing=clock.table(),
-            templates_ready={
-                "wall_ms": round(templates.wall_ms, 1),
-                "cpu_ms": round(templates.cpu_ms, 1),
-            },
-            signed_by=attested.keyid,
-            made_key=attested.made_key,
+        page = render_failed(listed, failed.check_id)
+        write_scanned(
+            run.paths.run, {"checks.json": json_bytes(listed), "report.html": page}, secrets
         )
+        attest(
+            run.paths.run,
+            facts.as_json(),
+            run.checks.as_json(),
+            # What can be said of a run stopped early: the policy in force beside the committed
+            # one (a broken element shows here) and the code that ran.
+            {
+                "provenance": {
+                    "policy_digests": policy_digests(layer),
+                    "code_revision": asdict(code_revision(run.in_cluster)),
+                }
+            },
+            secrets,
+            kms_client=kms_client_if_named(services.session),
+            stopped_at=failed.check_id,
+            names=FAILED_FILES,
+        )
+        kept = {name: run.paths.run / name for name in (*FAILED_FILES, *ATTESTATION_FILES)}
+        for name, path in kept.items():
+            services.store.put(f"{run.report_prefix}{name}", path.read_bytes())
+        return prepared.out.publish(kept)
+    except (AnalystError, OSError) as error:
+        print(
+            escaped(f"note: the failed run's page and statement were not kept: {error}"),
+            file=run.checks.stream,
+            flush=True,
+        )
+        return None
+
+
+def _facts(run: Run, services: Services) -> RunFacts:
+    return RunFacts(
+        run_id=run.run_id,
+        layer=run.layer.value,
+        case_id=run.case.case_id,
+        report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+        in_cluster=run.in_cluster,
+        rehearsal=run.rehearsal,
+    )
+
+
+def _phases(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -> RunOutcome:
+    """Every phase in order, from the preflight to the last writes and the copy to --out."""
+    run, services, client = prepared.run, prepared.services, prepared.client
+    # From here the run mostly waits for one tool process at a time: the report page's
+    # templates are made ready meanwhile, in a thread of their own.
+    templates = ReportTemplates()
+    guest = read_guest()
+    _opening(run, prepared.mode, guest)
+    # What this run alone used: runs at the same time share none of it (`make bench`).
+    endpoints = {
+        "run_tree": str(run.paths.top),
+        "aws": f"{run.aws_endpoint.host}:{run.aws_endpoint.port}",
+        "supplier": run.supplier.url,
+        "bucket": services.bucket,
+    }
+    layer.preflight()
+    layer_checks = layer.checks()
+
+    layer_checks.process()
+    stored = identity_and_storage(run, services, prepared.folder)
+    if run.in_cluster:
+        cluster_mounts_and_names(run)
+    pod_egress_bounded(run, services.session)
+    stage_inputs(run, stored)
+    layer_checks.boundary()
+    availability = supplier(run, client, stored)
+    comparison = business(run, layer, layer_checks, stored, availability)
+    retire_secrets(run, services)
+    checked = model_turn(run, services.model, stored, comparison)
+    secrets = _secrets(services, layer)
+    report(run, services, checked, comparison, secrets)
+    correlated = correlation(run, client, layer_checks.refuses_upstream)
+    # The last phase writes the evidence, so the table holds every phase before it.
+    clock.enter("evidence")
+    layer_evidence = layer.evidence()
+    parts = EvidenceParts(
+        facts=_facts(run, services),
+        case=run.case,
+        provenance=provenance(
+            layer,
+            layer_evidence,
+            in_cluster=run.in_cluster,
+            model_description=services.model.description,
+            model_id=str(checked.usage.get("model", "")),
+        ),
+        guest=guest,
+        endpoints=endpoints,
+        controller=ControllerHolds(
+            supplier_key_file=str(run.supplier.key_file),
+            aws_identity=services.identity.expected_caller,
+            aws_credential_source=services.identity.credential_source,
+        ),
+        policy=layer_evidence,
+        readings=layer_checks.readings(),
+        recommendation=Recommended(
+            supplier_id=checked.supplier_id,
+            supplier_name=run.case.supplier(checked.supplier_id).name,
+            analysis=checked.answer.analysis,
+        ),
+        model_usage=checked.usage,
+        correlation=correlated,
+        timing=clock.table(),
+    )
+    attested = finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
+    recommended = parts.recommendation
+
+    copied = prepared.out.publish({name: run.paths.run / name for name in REPORT_FILES})
+    clock.stop()
+    return RunOutcome(
+        run_id=run.run_id,
+        checks_passed=run.checks.passed,
+        skipped=tuple(r.id for r in run.checks.records if r.outcome == "SKIP"),
+        out_dir=copied,
+        report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+        model_description=services.model.description,
+        recommended=f"{recommended.supplier_name} ({recommended.supplier_id})",
+        sections=section_counts(run.checks.records),
+        timing=clock.table(),
+        templates_ready={
+            "wall_ms": round(templates.wall_ms, 1),
+            "cpu_ms": round(templates.cpu_ms, 1),
+        },
+        signed_by=attested.keyid,
+        made_key=attested.made_key,
+    )
 
 
 def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:

@@ -29,6 +29,7 @@ from app.core.results import ToolKilled
 from app.core.roles import Layer
 from app.tools.bubblewrap import launcher as bubblewrap_launcher
 from app.tools.nono.launchers import LaunchProcesses, LaunchRequest
+from tests.support.attested_run import assert_failure_kept
 from tests.support.faults import (
     Controller,
     processes_of,
@@ -134,17 +135,20 @@ def test_the_tree_of_a_run_that_died_unguarded_is_removed_by_the_next_run(base: 
 
 
 @pytest.mark.parametrize(
-    ("service", "message"),
+    ("service", "message", "failed_check"),
     [
-        ("moto_listener", "error (run stopped): cannot ask STS who this controller is"),
+        ("moto_listener", "error (run stopped): cannot ask STS who this controller is", None),
         (
             "app.supplier_api",
             "ANALYST_FAILED: control: the controller itself reaches the supplier API at 127.0.0.1:",
+            "bubblewrap.network.supplier.control",
         ),
     ],
     ids=["moto", "supplier API"],
 )
-def test_a_service_killed_mid_run_stops_it_cleanly(service: str, message: str, base: Path) -> None:
+def test_a_service_killed_mid_run_stops_it_cleanly(
+    service: str, message: str, failed_check: str | None, base: Path
+) -> None:
     controller = start_controller(base, pause_at=[SERVICES_UP])
     controller.wait_paused()
     controller.remember_secrets()
@@ -155,6 +159,11 @@ def test_a_service_killed_mid_run_stops_it_cleanly(service: str, message: str, b
     errors = controller.errors()
     assert message in errors
     assert "Traceback" not in errors
+    if failed_check is not None:
+        # A failed check keeps its page, check list and statement; nothing else of the run.
+        assert_failure_kept(base / "out", failed_check)
+        assert secret_leftovers([base / "out"], controller.secrets_seen) == []
+        shutil.rmtree(base / "out")
     assert_nothing_left(controller, base)
 
 

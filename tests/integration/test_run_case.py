@@ -28,6 +28,7 @@ from app.report.verification import verify_run
 from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.execution import TOOL_STARTS
 from app.tools.nono.checks import NonoChecks
+from tests.support.attested_run import assert_failure_kept
 
 pytestmark = pytest.mark.integration
 
@@ -200,13 +201,13 @@ def test_hostile_availability_stops_before_any_tool_sees_it(
     assert len(fails) == 1 and fails[0].endswith("[supplier.availability]")
     (run_dir,) = (work_base / "work").iterdir()
     assert not (run_dir / "run" / "evaluator" / "in" / "facts.json").exists()
-    assert not (work_base / "out").exists()
+    assert_failure_kept(work_base / "out", "supplier.availability")
 
 
 def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     work_base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The gate is live in the run: a model that picks Harbor stops it with no report."""
+    """The gate is live in the run: a model that picks Harbor stops it with no recommendation."""
     from app.controller import agent_turn
     from app.controller.gates import Recommendation
 
@@ -230,7 +231,9 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     )
     fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
     assert len(fails) == 1 and fails[0].endswith(f"({failed.value.record.detail}) [model.choice]")
-    assert not (work_base / "out").exists()
+    # No recommendation: the failure's own page, check list and statement alone.
+    assert failed.value.kept == work_base / "out"
+    assert_failure_kept(work_base / "out", "model.choice")
 
 
 def _one_supplier_case(folder: Path, case_id: str, supplier_id: str) -> Path:

@@ -105,3 +105,24 @@ def attested_run(
     proofs = predicate(FACTS, records, made, stopped_at)
     files[ATTESTATION_NAME] = signed_line(statement(files, proofs), signer)
     return AttestedRun(files, signer)
+
+
+def assert_failure_kept(out: Path, check_id: str) -> None:
+    """A run stopped at ``check_id`` kept exactly its check list, a page leading with that
+    check and its signed statement, which `verify` refuses, naming the check."""
+    from app.controller.verify_command import folder_files
+    from app.report.attestation import key_from_pem
+    from app.report.verification import verify_run
+
+    assert sorted(p.name for p in out.iterdir()) == [
+        "attestation.intoto.jsonl",
+        "attestation.pub",
+        "checks.json",
+        "report.html",
+    ]
+    page = (out / "report.html").read_text(encoding="utf-8")
+    assert f'<code id="failed-check">{check_id}</code>' in page
+    key = key_from_pem((out / "attestation.pub").read_bytes())
+    problems = verify_run(folder_files(out), [key], POLICIES_DIR).problems
+    assert any(p.startswith(f"check {check_id} FAILED: ") for p in problems), problems
+    assert f"the run did not complete: it stopped at {check_id}" in problems
