@@ -31,6 +31,7 @@ from infra.components.images import Images, ImageSettings
 from infra.components.jobs import AnalystJobs, DeployedInputs
 from infra.components.pki import SecretSettings, SupplierSecrets
 from infra.components.security_profiles import ProfileSettings, SecurityProfiles
+from infra.components.signing_key import SigningKey
 from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi, SupplierSettings
 from infra.components.workspace import Workspace, WorkspaceSettings
@@ -97,6 +98,10 @@ identity = AnalystIdentity(
     bucket_name=store.bucket_name,
     cluster_name=cluster.cluster_name,
     cluster_arn=cluster.cluster_arn,
+)
+# Signs each run's statement; only the analyst's role may sign with it.
+signing = SigningKey(
+    "signing", aws_provider, role_arn=identity.role_arn, role_name=identity.role_name
 )
 egress = EgressSettings(config.namespace, config.region, config.cluster_name)
 namespace_waits_for: dict[str, pulumi.Input[str]] = {}
@@ -213,4 +218,5 @@ pulumi.export("analystImage", images.analyst_image)
 pulumi.export("supplierImage", images.supplier_image)
 pulumi.export("ecrRepositories", images.repository_urls)
 pulumi.export("roleArn", identity.role_arn)
+pulumi.export("signingKeyArn", signing.key_arn)
 pulumi.export("supplierApiUrls", supplier.urls)
