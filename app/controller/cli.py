@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from app.controller.case_command import check_case, new_case
+from app.controller.ci_output import RunSummary, junit_xml, summary_json
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
@@ -24,11 +25,25 @@ from app.controller.signals import Stopped, say, stop_on_signals
 from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
-from app.core.errors import AnalystError, LayerUnavailable
+from app.core.errors import AnalystError, BadInput, LayerUnavailable
 from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.tools import policy_breaks
+
+
+class _Version(argparse.Action):
+    """--version: the release, and the code revision a run's evidence would name (found only
+    when asked, so no other command pays for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from app.controller.provenance import code_revision
+        from app.core import cluster_env
+        from app.core.version import VERSION
+
+        revision = code_revision(os.environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE)
+        print(f"procurement-analyst {VERSION} ({revision.source} {revision.value or 'unknown'})")
+        parser.exit(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,6 +61,12 @@ def _parser() -> argparse.ArgumentParser:
             "broke); 2 bad input, nothing was created; 3 the layer cannot run on this machine; "
             "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM, after cleaning up"
         ),
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print this release and the code it runs (the commit, or the image), then exit",
     )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
@@ -229,10 +250,23 @@ def _common(command: argparse.ArgumentParser) -> None:
         help="keep the run's private directories after the run, without its secrets",
     )
     command.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write JUnit XML to FILE: one testcase per check id, a SKIP as skipped with "
+        "its reason, a FAIL as a failure with its claim and what was observed",
+    )
+    command.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout (counts, skipped and failed ids, where the files "
+        "are), the check lines going to stderr",
+    )
+    command.add_argument(
         "--quiet",
         action="store_true",
-        help="print only the FAIL and SKIP lines (each under its section's header) and the "
-        "closing summary",
+        help="print only the layer's header, the FAIL and SKIP lines (each under its section's "
+        "header) and the closing summary",
     )
     command.add_argument(
         "--break",
@@ -249,15 +283,6 @@ def _fatal(error: AnalystError) -> NoReturn:
     # The message may quote a tool's words (its stderr, a file name it chose): one line,
     # escaped, whatever they hold.
     if isinstance(error, CheckFailed):
-        if error.kept is not None:
-            # The failure's evidence, on the run's own output: its page leads with the check.
-            print(
-                escaped(
-                    f"the failed run's page, check list and signed statement: {error.kept} "
-                    f"(report.html; python -m app.controller verify {error.kept})"
-                ),
-                flush=True,
-            )
         print(f"ANALYST_FAILED: {escaped(str(error))}", file=sys.stderr)
     else:
         print(f"error ({error.label}): {escaped(str(error))}", file=sys.stderr)
@@ -282,7 +307,24 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
     print("\n".join(map(escaped, closing.lines())), file=stream, flush=True)
 
 
-def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
+def _human(args: argparse.Namespace) -> TextIO:
+    """Where the check lines and the closing words go: stderr when stdout is the JSON summary."""
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def _ci_outputs(args: argparse.Namespace, summaries: list[RunSummary]) -> None:
+    if getattr(args, "junit", None) is not None:
+        try:
+            args.junit.write_bytes(junit_xml(summaries))
+        except OSError as error:
+            _fatal(BadInput(f"{args.junit}: cannot write the JUnit XML ({error.strerror})"))
+    if getattr(args, "json", False):
+        print(summary_json(summaries), flush=True)
+
+
+def _run_one(
+    layer: Layer, args: argparse.Namespace, out: Path | None, summaries: list[RunSummary]
+) -> RunOutcome:
     try:
         chosen = policy_breaks.parse(args.policy_break, layer) if args.policy_break else None
     except AnalystError as error:
@@ -299,12 +341,33 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         policy_break=chosen,
     )
     try:
-        outcome = run_case(options)
+        outcome = run_case(options, stream=_human(args))
     except OutputLost as lost:
         _fatal(lost.in_a_run())
+    except CheckFailed as failed:
+        if failed.kept is not None:
+            # The failure's evidence, on the run's own output: its page leads with the check.
+            print(
+                escaped(
+                    f"the failed run's page, check list and signed statement: {failed.kept} "
+                    f"(report.html; python -m app.controller verify {failed.kept})"
+                ),
+                file=_human(args),
+                flush=True,
+            )
+        summaries.append(
+            RunSummary(layer.value, failed.run_id, failed.records, failed.check_id, failed.kept)
+        )
+        _ci_outputs(args, summaries)
+        _fatal(failed)
     except AnalystError as error:
         _fatal(error)
-    print_outcome(outcome, sys.stdout)
+    print_outcome(outcome, _human(args))
+    summaries.append(
+        RunSummary(
+            layer.value, outcome.run_id, outcome.checks, None, outcome.out_dir, outcome.signed_by
+        )
+    )
     return outcome
 
 
@@ -356,8 +419,10 @@ def _commands(args: argparse.Namespace) -> int:
     if args.policy_break == policy_breaks.LIST:
         print("\n".join(policy_breaks.listing()))
         return 0
+    summaries: list[RunSummary] = []
     if args.command == "run":
-        _run_one(Layer(args.layer), args, args.out)
+        _run_one(Layer(args.layer), args, args.out, summaries)
+        _ci_outputs(args, summaries)
         return 0
     if args.policy_break:
         # A break names one layer's element: the demo runs that layer's case alone.
@@ -365,40 +430,49 @@ def _commands(args: argparse.Namespace) -> int:
             broken = policy_breaks.parse(args.policy_break)
         except AnalystError as error:
             _fatal(error)
-        _run_one(broken.layer, args, None)
+        _run_one(broken.layer, args, None, summaries)
+        _ci_outputs(args, summaries)
         return 0
+    human = _human(args)
     outcomes = []
     for layer in Layer:
-        outcomes.append((layer, _run_one(layer, args, None)))
-        print()
-    print("==> summary")
+        outcomes.append((layer, _run_one(layer, args, None, summaries)))
+        print(file=human)
+    print("==> summary", file=human)
     for layer, outcome in outcomes:
         print(
             escaped(
                 f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
-                f"checks passed  recommended: {outcome.recommended}"
-            )
+                f"checks passed, {len(outcome.skipped)} skipped  recommended: "
+                f"{outcome.recommended}"
+            ),
+            file=human,
         )
     # Imported here: a run renders its pages only at its end (the report page phase).
     from app.report.layer_comparison import write_layer_comparison
 
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
-    print("\n".join(map(escaped, demo_ending(reports, page))))
-    return _verify_each(outcomes)
+    print("\n".join(map(escaped, demo_ending(reports, page))), file=human)
+    verified = _verify_each(outcomes, human)
+    _ci_outputs(args, summaries)
+    return verified
 
 
-def _verify_each(outcomes: list[tuple[Layer, RunOutcome]]) -> int:
+def _verify_each(outcomes: list[tuple[Layer, RunOutcome]], human: TextIO) -> int:
     """The demo's last step: each run's attestation verified as a reviewer would, with this
     installation's key and this checkout's committed policies."""
     from app.controller.verify_command import VerifyRequest, verify
 
-    print("==> verify each run's signed statement")
+    print("==> verify each run's signed statement", file=human)
     worst = 0
     for layer, outcome in outcomes:
-        print(f"  {layer.value}: python -m app.controller verify {escaped(str(outcome.out_dir))}")
+        print(
+            f"  {layer.value}: python -m app.controller verify {escaped(str(outcome.out_dir))}",
+            file=human,
+        )
         try:
-            worst = max(worst, verify(VerifyRequest(str(outcome.out_dir)), sys.stdout))
+            worst = max(worst, verify(VerifyRequest(str(outcome.out_dir)), human))
         except AnalystError as error:
             _fatal(error)
     return worst

@@ -111,6 +111,8 @@ class RunOutcome:
     # run made it (its first use).
     signed_by: str = ""
     made_key: Path | None = None
+    # Every check the run made, in order (checks.json's records and the read-back scan's).
+    checks: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -276,6 +278,8 @@ def _run(
         try:
             return _phases(prepared, layer, clock)
         except CheckFailed as failed:
+            failed.records = prepared.run.checks.as_json()
+            failed.run_id = prepared.run.run_id
             failed.kept = _keep_failure(prepared, layer, failed)
             raise
 
@@ -423,14 +427,16 @@ def _phases(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -
         },
         signed_by=attested.keyid,
         made_key=attested.made_key,
+        checks=tuple(run.checks.as_json()),
     )
 
 
 def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:
     """The lines before the first check: the run, the mode's notices, the guest readings."""
     stream = run.checks.stream
+    # The layer's header even when quiet: a quiet demo's lines still say which run they are of.
+    print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
     if not run.checks.quiet:
-        print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
         for notice in mode.notices():
             print(notice, file=stream)
         # The machine's own words (its DMI product name, say): one line, escaped.

@@ -55,6 +55,9 @@ class CheckFailed(RunStopped):
         self.record = record
         # Where the failed run's page, check list and signed statement were kept, if they were.
         self.kept: Path | None = None
+        # Every check the run made, this one last (checks.json's records), for CI's outputs.
+        self.records: list[dict[str, str]] = []
+        self.run_id = ""
 
     @property
     def check_id(self) -> str:
