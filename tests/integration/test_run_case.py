@@ -111,7 +111,11 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
     assert sum(row["tool_processes"] for row in timing) == tool_processes > 0
     # The run's own table goes on: the last phase, and the report page's render timed apart.
     assert outcome.timing[: len(timing)] == timing
-    assert [row["phase"] for row in outcome.timing[len(timing) :]] == ["evidence", "report page"]
+    assert [row["phase"] for row in outcome.timing[len(timing) :]] == [
+        "evidence",
+        "report page",
+        "attestation",
+    ]
     assert all(row["wall_ms"] >= 0 and row["controller_cpu_ms"] >= 0 for row in timing)
     # The work tree (secrets included) is gone after the run.
     assert not (work_base / "work" / outcome.run_id).exists()
