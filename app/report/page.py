@@ -26,7 +26,7 @@ from typing import Any, Final
 from app.core.escaping import escaped_lines
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
-from app.report.picture import RUN_TREE, Picture, picture
+from app.report.picture import RUN_TREE, Picture, control_pairs, picture
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 TEMPLATE_BYTECODE: Final = TEMPLATES / "__pycache__"
@@ -313,6 +313,8 @@ class ReportView:
     picture: Picture
     suppliers: list[SupplierView]
     run_tree: str
+    # The method/path pairs a role's proxy refused: the controller's own call of one is a control.
+    controls: set[tuple[Any, Any]]
 
     def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
@@ -347,6 +349,7 @@ def report_view(inputs: ReportInputs) -> ReportView:
         picture=picture(evidence),
         suppliers=supplier_views(inputs.comparison, names),
         run_tree=top,
+        controls=control_pairs(evidence.get("correlation", {}).get("calls", [])),
     )
 
 
