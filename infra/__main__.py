@@ -178,6 +178,7 @@ jobs = AnalystJobs(
             secrets,
             supplier,
             identity,
+            signing,
             *cluster.workload_gate,
             *profiles_gate,
             *egress_gate,

@@ -9,14 +9,13 @@ written, as every document is.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from app.controller.secret_scan import write_scanned
-from app.controller.signing_key import KMS_KEY_VARIABLE, signer_for
+from app.controller.signing_key import kms_key, signer_for
 from app.controller.store import CaseStore
 from app.report.attestation import public_key_pem, signed_line
 from app.report.statement import (
@@ -50,7 +49,7 @@ def attest(
 ) -> Attested:
     """Signs the run's files in ``run_dir`` (those of ``names`` it holds) and writes the two
     attestation files there."""
-    signer, key_path, made = signer_for(kms_client, os.environ.get(KMS_KEY_VARIABLE))
+    signer, key_path, made = signer_for(kms_client, kms_key())
     files = {
         name: (run_dir / name).read_bytes() for name in SUBJECT_NAMES if (run_dir / name).is_file()
     }
@@ -68,4 +67,4 @@ def store_attestation(run_dir: Path, store: CaseStore, prefix: str) -> None:
 
 def kms_client_if_named(session: Any) -> Any | None:
     """A KMS client of the run's own session when the run signs with KMS."""
-    return session.client("kms") if os.environ.get(KMS_KEY_VARIABLE) else None
+    return session.client("kms") if kms_key() else None

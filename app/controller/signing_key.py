@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from securesystemslib.signer import AWSSigner, CryptoSigner, Signer, SSlibKey
+from securesystemslib.signer import AWSSigner, CryptoSigner, Signature, Signer, SSlibKey
 
+from app.core import cluster_env
 from app.core.errors import BadInput, RunStopped
+from app.core.signing_policy import key_alias
 
 # Where the key is kept: this variable, else $XDG_CONFIG_HOME (or ~/.config)/procurement-analyst.
 KEY_PATH_VARIABLE: Final = "ANALYST_SIGNING_KEY"
@@ -32,8 +34,23 @@ def local_key_path() -> Path:
     chosen = os.environ.get(KEY_PATH_VARIABLE)
     if chosen:
         return Path(chosen)
+    if os.environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE:
+        # A pod without its KMS key (the rehearsal): its run volume, the one writable place.
+        return Path(cluster_env.RUN_DIR) / ".config" / "procurement-analyst" / KEY_FILE
     config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
     return Path(config) / "procurement-analyst" / KEY_FILE
+
+
+def kms_key() -> str | None:
+    """The KMS key this run signs with: the one named by ANALYST_SIGNING_KMS_KEY, else in the
+    cluster (not its rehearsal, which has no KMS) the stack's key by its alias; None locally."""
+    named = os.environ.get(KMS_KEY_VARIABLE)
+    if named:
+        return named
+    in_cluster = os.environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE
+    rehearsal = os.environ.get(cluster_env.REHEARSAL) == cluster_env.REHEARSAL_ON
+    role = os.environ.get(cluster_env.ROLE_NAME)
+    return key_alias(role) if in_cluster and not rehearsal and role else None
 
 
 @dataclass(frozen=True)
@@ -128,9 +145,16 @@ class KmsSigner(AWSSigner):
     default session's, without the run's endpoint or credentials)."""
 
     def __init__(self, client: Any, key_id: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
         from cryptography.hazmat.primitives.serialization import load_der_public_key
 
-        answer = client.get_public_key(KeyId=key_id)
+        try:
+            answer = client.get_public_key(KeyId=key_id)
+        except (BotoCoreError, ClientError) as error:
+            raise RunStopped(
+                f"KMS key {key_id}: its public key cannot be read ({error})",
+                "check that the stack's signing key exists and the role may use it",
+            ) from error
         algorithms = answer["SigningAlgorithms"]
         scheme = self._get_default_scheme(algorithms)
         if scheme is None:
@@ -145,6 +169,18 @@ class KmsSigner(AWSSigner):
         self._public_key = public
         self.client = client
         self.aws_algo = self.aws_algos[scheme]
+
+    def sign(self, payload: bytes) -> Signature:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        try:
+            return super().sign(payload)
+        except (BotoCoreError, ClientError) as error:
+            raise RunStopped(
+                f"KMS key {self.aws_key_id}: the statement could not be signed ({error})",
+                "only the analyst's role may sign with the stack's key "
+                "(policies/signing-key-policy.json)",
+            ) from error
 
 
 def signer_for(kms_client: Any | None, kms_key: str | None) -> tuple[Signer, Path | None, bool]:

@@ -21,6 +21,13 @@ SIGNING_PERMISSIONS_TEMPLATE: Final = POLICIES_DIR / "analyst-signing-permission
 KEY_SPEC: Final = "ECC_NIST_P256"
 KEY_USAGE: Final = "SIGN_VERIFY"
 
+
+def key_alias(role_name: str) -> str:
+    """The signing key's alias, named after the analyst's role: the Job already knows the role's
+    name (ANALYST_ROLE_NAME), so it finds its key with no variable of its own."""
+    return f"alias/{role_name}-signing"
+
+
 _PARTITION = re.compile(r"^aws(-[a-z]+)*$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _ROLE_ARN = re.compile(r"^arn:aws(-[a-z]+)*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")

@@ -12,6 +12,7 @@ import pulumi_aws as aws
 from app.core.signing_policy import (
     KEY_SPEC,
     KEY_USAGE,
+    key_alias,
     render_key_policy,
     render_signing_permissions,
 )
@@ -48,6 +49,13 @@ class SigningKey(pulumi.ComponentResource):
             key_usage=KEY_USAGE,
             policy=policy,
             deletion_window_in_days=30,
+            opts=child,
+        )
+        # The Job finds its key by this alias, made from the role's name it is given.
+        aws.kms.Alias(
+            f"{name}-alias",
+            name=pulumi.Output.from_input(role_name).apply(key_alias),
+            target_key_id=key.key_id,
             opts=child,
         )
         aws.iam.RolePolicy(

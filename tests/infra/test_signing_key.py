@@ -33,7 +33,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from app.controller.signing_key import KmsSigner
-from app.core.signing_policy import render_signing_permissions
+from app.core.errors import RunStopped
+from app.core.signing_policy import key_alias, render_signing_permissions
 from tests.support.stack_run import StackRun
 
 REGION = "us-west-2"
@@ -71,6 +72,10 @@ def test_the_role_may_sign_with_that_key_alone(default_stack: StackRun) -> None:
     assert statement["Action"] == ["kms:Sign", "kms:GetPublicKey"]
     assert statement["Resource"].startswith("arn:aws:kms:"), policy["urn"]
     assert "signingKeyArn" in default_stack.outputs
+    # The Job finds the key by the alias its role's name gives it (ANALYST_ROLE_NAME).
+    alias = default_stack.one("aws:kms/alias:Alias")
+    # The mock engine names a role after its resource, as AWS names it after its auto-name.
+    assert alias["inputs"]["name"] == key_alias("identity-role"), alias["urn"]
 
 
 # --- moto, IAM enforced ---------------------------------------------------------------------
@@ -202,6 +207,18 @@ def test_the_analyst_role_signs_and_another_identity_is_refused(
     assert signature.keyid == signer.public_key.keyid and len(bytes.fromhex(signature.signature))
     # The same call by another identity, which may read the key: refused.
     assert KmsSigner(other, key_arn).public_key.keyid == signer.public_key.keyid
-    with pytest.raises(ClientError) as refused:
+    with pytest.raises(RunStopped, match="the statement could not be signed") as stopped:
         KmsSigner(other, key_arn).sign(b"DSSEv1 the statement")
-    assert _code(refused.value) == (403, "AccessDenied")
+    refused = stopped.value.__cause__
+    assert isinstance(refused, ClientError)
+    assert _code(refused) == (403, "AccessDenied")
+
+
+def test_the_jobs_start_after_the_signing_key_exists(default_stack: StackRun) -> None:
+    key = default_stack.one("aws:kms/key:Key")
+    alias = default_stack.one("aws:kms/alias:Alias")
+    for job in default_stack.of_type("kubernetes:batch/v1:Job"):
+        waits_for = set(job["dependencies"])
+        assert {key["urn"], alias["urn"]} <= waits_for, (
+            f"{job['urn']} may start before its signing key exists"
+        )

@@ -240,3 +240,23 @@ def test_the_command_reads_a_store_prefix(
         s3.put_object(Bucket="reports", Key="reports/rfp-001/run/report.html", Body=b"x")
         code, out = _verify(["s3://reports/reports/rfp-001/run/", "--key", str(key)], capsys)
         assert code == 1 and out.startswith("DIFFERS report.html: sha256 ")
+
+
+def test_the_run_signs_with_kms_in_the_cluster_and_its_own_key_elsewhere(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.controller.signing_key import KMS_KEY_VARIABLE, kms_key, local_key_path
+    from app.core import cluster_env
+
+    for name in (KMS_KEY_VARIABLE, cluster_env.MODE, cluster_env.REHEARSAL, "ANALYST_SIGNING_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(cluster_env.ROLE_NAME, "analyst-role-1234")
+    assert kms_key() is None
+    assert local_key_path().parts[-2:] == ("procurement-analyst", "attestation-key.pem")
+    monkeypatch.setenv(cluster_env.MODE, cluster_env.CLUSTER_MODE)
+    assert kms_key() == "alias/analyst-role-1234-signing"
+    assert str(local_key_path()).startswith(cluster_env.RUN_DIR + "/")
+    monkeypatch.setenv(cluster_env.REHEARSAL, cluster_env.REHEARSAL_ON)
+    assert kms_key() is None
+    monkeypatch.setenv(KMS_KEY_VARIABLE, "arn:aws:kms:us-west-2:123456789012:key/x")
+    assert kms_key() == "arn:aws:kms:us-west-2:123456789012:key/x"
