@@ -514,12 +514,13 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
             )
         if view.refused:
             y_out = box.y + box.h - 14
+            # It stops at the pod's wall, labelled with what was tried and the answer.
             shown.arrows.append(
                 Arrow(
-                    ((box.x + box.w, y_out), (edge + 24, y_out)),
+                    ((box.x + box.w, y_out), (edge - 2, y_out)),
                     "refused",
-                    "\u2717",
-                    (edge + 32, y_out + 4),
+                    f"\u2717 TCP to the host: {view.refused}",
+                    ((box.x + box.w + edge) / 2, y_out - 5),
                 )
             )
     shown.height = int(max(below, aws_box.y + aws_box.h) + 16)
