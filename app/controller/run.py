@@ -320,16 +320,26 @@ def _keep_failure(
             names=FAILED_FILES,
         )
         kept = {name: run.paths.run / name for name in (*FAILED_FILES, *ATTESTATION_FILES)}
-        for name, path in kept.items():
-            services.store.put(f"{run.report_prefix}{name}", path.read_bytes())
-        return prepared.out.publish(kept)
-    except (AnalystError, OSError) as error:
+        published = prepared.out.publish(kept)
+    except Exception as error:  # whatever it was, the check's failure is what the run reports
         print(
             escaped(f"note: the failed run's page and statement were not kept: {error}"),
             file=run.checks.stream,
             flush=True,
         )
         return None
+    # Stored after the copy: a failure of the store itself (its check may be the one that
+    # failed) leaves the copy in --out.
+    try:
+        for name, path in kept.items():
+            services.store.put(f"{run.report_prefix}{name}", path.read_bytes())
+    except (AnalystError, OSError) as error:
+        print(
+            escaped(f"note: the failed run's page and statement were not stored: {error}"),
+            file=run.checks.stream,
+            flush=True,
+        )
+    return published
 
 
 def _facts(run: Run, services: Services) -> RunFacts:
