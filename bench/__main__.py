@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, Final
 
-from app.controller.phases.evidence import REPORT_PAGE_PHASE
+from app.controller.phases.evidence import ATTESTATION_PHASE, REPORT_PAGE_PHASE
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from bench.bytecode import byte_compile
@@ -34,6 +34,8 @@ LAYER_ADDS_MS: Final = 5.0
 CASE_WALL_S: Final = 2.0
 # What the report page may add to a case: a small share of it, whatever the machine's speed.
 REPORT_SHARE: Final = 0.05
+# Signing a run's statement and verifying it (issue 36): CPU of a case, locally.
+ATTESTATION_CPU_MS: Final = 20.0
 CONCURRENT_CASES: Final = 32
 # The supplier API under slow clients (issue 35): its valid reads' p99, and its peak RSS.
 SUPPLIER_P99_MS: Final = 50.0
@@ -111,6 +113,7 @@ def print_cases(count: int) -> None:
         )
         print(f"  {'':11} peak RSS: controller {controller:.1f} MiB, largest tool {tool_text}")
     print_report_page(figures)
+    print_attestation(figures)
     print("  phases (median per phase; wall ms, then CPU ms of the controller, of the processes")
     print("  it waited for, and of moto and the supplier API; tool processes started)")
     for layer, cases in figures.items():
@@ -145,6 +148,27 @@ def print_report_page(figures: dict[Layer, list[CaseFigures]]) -> None:
             f"{_median(ready, 'cpu_ms'):3.0f} ms CPU; rendered {_median(rows, 'wall_ms'):4.0f} ms "
             f"wall, {_median(rows, 'controller_cpu_ms'):3.0f} ms CPU: {wall_share:4.1%} of the "
             f"case's wall, {cpu_text}   goal <= {REPORT_SHARE:.0%}: {_verdict(worst, REPORT_SHARE)}"
+        )
+
+
+def print_attestation(figures: dict[Layer, list[CaseFigures]]) -> None:
+    """What the signed statement costs: the run's signing (its files hashed, the statement
+    built and signed, written and stored: the attestation phase's controller CPU) and a
+    verify of the run's folder afterwards."""
+    print("  attestation.intoto.jsonl, median per layer: signed in the run, then verified")
+    for layer, cases in figures.items():
+        if not all("verify_cpu_ms" in case.run for case in cases):
+            print(f"  {layer:<11} n/a (this checkout signs no statement)")
+            continue
+        signed = statistics.median(
+            case.phase(ATTESTATION_PHASE)["controller_cpu_ms"] for case in cases
+        )
+        verified = statistics.median(case.run["verify_cpu_ms"] for case in cases)
+        total = signed + verified
+        print(
+            f"  {layer:<11} signed {signed:5.1f} ms CPU, verified {verified:5.1f} ms CPU: "
+            f"{total:5.1f} ms{'':12}goal <= {ATTESTATION_CPU_MS:.0f} ms: "
+            f"{_verdict(total, ATTESTATION_CPU_MS)}"
         )
 
 

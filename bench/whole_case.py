@@ -24,6 +24,22 @@ from app.core.repo import SAMPLE_CASE  # noqa: E402
 from app.core.roles import Layer  # noqa: E402
 
 
+def _verify_cpu_ms(out: Path) -> float:
+    """The CPU `verify` spends on the run's folder: its files read and hashed, the signature
+    checked, the committed policies hashed (its modules imported first, as a run has them)."""
+    from app.controller.verify_command import folder_files
+    from app.core.repo import POLICIES_DIR
+    from app.report.attestation import key_from_pem
+    from app.report.verification import verify_run
+
+    began = time.process_time()
+    key = key_from_pem((out / "attestation.pub").read_bytes())
+    verdict = verify_run(folder_files(out), [key], POLICIES_DIR)
+    spent = (time.process_time() - began) * 1000
+    assert verdict.holds, verdict.problems
+    return round(spent, 2)
+
+
 def main(layer: Layer) -> None:
     base = Path(tempfile.mkdtemp(prefix="analyst-bench-", dir="/var/tmp"))
     os.chmod(base, 0o755)
@@ -35,6 +51,7 @@ def main(layer: Layer) -> None:
         outcome = run_case(options, stream=io.StringIO())
         ended = time.monotonic()
         evidence = json.loads((outcome.out_dir / "evidence.json").read_text(encoding="utf-8"))
+        verify_cpu_ms = _verify_cpu_ms(outcome.out_dir)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     own = resource.getrusage(resource.RUSAGE_SELF)
@@ -49,6 +66,7 @@ def main(layer: Layer) -> None:
         # The whole table: evidence.json's ends where the last phase, which writes it, begins.
         "timing": outcome.timing,
         "templates_ready": outcome.templates_ready,
+        "verify_cpu_ms": verify_cpu_ms,
     }
     print(json.dumps(figures), flush=True)
     # The controller's own exit does the same (app/controller/__main__.py).

@@ -32,6 +32,7 @@ from infra.components.jobs import AnalystJobs, DeployedInputs
 from infra.components.pki import SecretSettings, SupplierSecrets
 from infra.components.preview_access import PreviewAccess, PreviewAccessSettings
 from infra.components.security_profiles import ProfileSettings, SecurityProfiles
+from infra.components.signing_key import SigningKey
 from infra.components.storage import CaseStore, StoreSettings
 from infra.components.supplier import SupplierApi, SupplierSettings
 from infra.components.workspace import Workspace, WorkspaceSettings
@@ -118,6 +119,10 @@ if config.preview_role_arn:
         kubernetes=cluster.provider,
     )
     pulumi.export("previewClusterRole", preview.cluster_role)
+# Signs each run's statement; only the analyst's role may sign with it.
+signing = SigningKey(
+    "signing", aws_provider, role_arn=identity.role_arn, role_name=identity.role_name
+)
 egress = EgressSettings(config.namespace, config.region, config.cluster_name)
 namespace_waits_for: dict[str, pulumi.Input[str]] = {}
 if config.egress_policy:
@@ -195,6 +200,7 @@ jobs = AnalystJobs(
             secrets,
             supplier,
             identity,
+            signing,
             *cluster.workload_gate,
             *profiles_gate,
             *egress_gate,
@@ -237,4 +243,5 @@ pulumi.export("analystImage", images.analyst_image)
 pulumi.export("supplierImage", images.supplier_image)
 pulumi.export("ecrRepositories", images.repository_urls)
 pulumi.export("roleArn", identity.role_arn)
+pulumi.export("signingKeyArn", signing.key_arn)
 pulumi.export("supplierApiUrls", supplier.urls)

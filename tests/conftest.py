@@ -10,7 +10,26 @@ from pathlib import Path
 
 import pytest
 
+from app.controller.signing_key import KEY_PATH_VARIABLE
 from tests.support.schemas import validate_tree
+
+
+@pytest.fixture(autouse=True, scope="session")
+def signing_key() -> Iterator[Path]:
+    """Every run the tests make signs with one key of the session's, never the home folder's
+    (the installation's key a run would otherwise make on first use)."""
+    folder = Path(tempfile.mkdtemp(prefix="analyst-test-key-"))
+    path = folder / "attestation-key.pem"
+    before = os.environ.get(KEY_PATH_VARIABLE)
+    os.environ[KEY_PATH_VARIABLE] = str(path)
+    try:
+        yield path
+    finally:
+        if before is None:
+            os.environ.pop(KEY_PATH_VARIABLE, None)
+        else:
+            os.environ[KEY_PATH_VARIABLE] = before
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture

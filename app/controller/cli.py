@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from app.controller.case_command import check_case, new_case
+from app.controller.ci_output import RunSummary, junit_xml, summary_json
 from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
@@ -24,11 +25,25 @@ from app.controller.signals import Stopped, say, stop_on_signals
 from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
-from app.core.errors import AnalystError, LayerUnavailable
+from app.core.errors import AnalystError, BadInput, LayerUnavailable
 from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.tools import policy_breaks
+
+
+class _Version(argparse.Action):
+    """--version: the release, and the code revision a run's evidence would name (found only
+    when asked, so no other command pays for it)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        from app.controller.provenance import code_revision
+        from app.core import cluster_env
+        from app.core.version import VERSION
+
+        revision = code_revision(os.environ.get(cluster_env.MODE) == cluster_env.CLUSTER_MODE)
+        print(f"procurement-analyst {VERSION} ({revision.source} {revision.value or 'unknown'})")
+        parser.exit(0)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -47,13 +62,20 @@ def _parser() -> argparse.ArgumentParser:
             "129, 130, 143 stopped by SIGHUP, SIGINT (Ctrl-C), SIGTERM, after cleaning up"
         ),
     )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        nargs=0,
+        help="print this release and the code it runs (the commit, or the image), then exit",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser(
         "run",
         help="run one case under one confinement layer",
         description="Runs one case with its three tool processes confined by the chosen layer and "
         "prints one PASS, FAIL or SKIP line per check, then ANALYST_COMPLETE=<run id>, the count "
-        "and where the report is. A FAIL stops the run with exit 1 and no report.",
+        "and where the report is. A FAIL stops the run with exit 1 and no recommendation; its "
+        "check list, a page leading with the failed check and its signed statement are kept.",
     )
     run.add_argument(
         "--layer",
@@ -125,8 +147,9 @@ def _parser() -> argparse.ArgumentParser:
         "demo",
         help="run the case under both layers, then a summary",
         description="What `make demo` runs: the case under bubblewrap, then under nono, each as "
-        "`run` runs it, then a summary of both. It stops at the first run that does not complete, "
-        "with that run's exit code.",
+        "`run` runs it, then a summary of both, and each run's signed statement verified as "
+        "`verify` does (exit 1 if one does not hold). It stops at the first run that does not "
+        "complete, with that run's exit code.",
     )
     _common(demo)
     demo.add_argument(
@@ -136,7 +159,43 @@ def _parser() -> argparse.ArgumentParser:
         help="parent of the per-layer report folders (default: runs)",
     )
     _case_commands(commands)
+    _verify_command(commands)
     return parser
+
+
+def _verify_command(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    verify = commands.add_parser(
+        "verify",
+        help="check a run's signed statement: its signature, every file's sha256, that no "
+        "check failed and that the policy in force is the committed one",
+        description="Reads attestation.intoto.jsonl and the run's files from a run's folder or "
+        "its store prefix, checks the DSSE signature against the key given, recomputes every "
+        "subject's sha256, checks that no check failed and that the policy digests in force "
+        "match the committed policies, then prints each difference and one line saying what "
+        "was proven and what was skipped. Exits 0 only when all hold, 1 when anything differs, "
+        "2 when the source, key or folder cannot be read.",
+    )
+    verify.add_argument(
+        "source",
+        metavar="RUN_DIR_OR_S3_PREFIX",
+        help="a run's report folder, or its store prefix s3://BUCKET/reports/CASE/RUN/",
+    )
+    signer = verify.add_mutually_exclusive_group()
+    signer.add_argument(
+        "--key",
+        type=Path,
+        metavar="PUBLIC_KEY",
+        help="the PEM public key that must have signed it (default: this installation's key)",
+    )
+    signer.add_argument(
+        "--kms-key", metavar="ARN", help="the AWS KMS key that must have signed it (a cluster's)"
+    )
+    verify.add_argument(
+        "--policy-dir",
+        type=Path,
+        metavar="DIR",
+        help="the committed policies to compare with (default: this checkout's policies/)",
+    )
 
 
 def _case_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -193,10 +252,23 @@ def _common(command: argparse.ArgumentParser) -> None:
         help="keep the run's private directories after the run, without its secrets",
     )
     command.add_argument(
+        "--junit",
+        type=Path,
+        metavar="FILE",
+        help="also write JUnit XML to FILE: one testcase per check id, a SKIP as skipped with "
+        "its reason, a FAIL as a failure with its claim and what was observed",
+    )
+    command.add_argument(
+        "--json",
+        action="store_true",
+        help="print a JSON summary on stdout (counts, skipped and failed ids, where the files "
+        "are), the check lines going to stderr",
+    )
+    command.add_argument(
         "--quiet",
         action="store_true",
-        help="print only the FAIL and SKIP lines (each under its section's header) and the "
-        "closing summary",
+        help="print only the layer's header, the FAIL and SKIP lines (each under its section's "
+        "header) and the closing summary",
     )
     command.add_argument(
         "--break",
@@ -231,11 +303,30 @@ def print_outcome(outcome: RunOutcome, stream: TextIO) -> None:
         model=outcome.model_description,
         out_dir=outcome.out_dir,
         report_uri=outcome.report_uri,
+        signed_by=outcome.signed_by,
+        made_key=outcome.made_key,
     )
     print("\n".join(map(escaped, closing.lines())), file=stream, flush=True)
 
 
-def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOutcome:
+def _human(args: argparse.Namespace) -> TextIO:
+    """Where the check lines and the closing words go: stderr when stdout is the JSON summary."""
+    return sys.stderr if getattr(args, "json", False) else sys.stdout
+
+
+def _ci_outputs(args: argparse.Namespace, summaries: list[RunSummary]) -> None:
+    if getattr(args, "junit", None) is not None:
+        try:
+            args.junit.write_bytes(junit_xml(summaries))
+        except OSError as error:
+            _fatal(BadInput(f"{args.junit}: cannot write the JUnit XML ({error.strerror})"))
+    if getattr(args, "json", False):
+        print(summary_json(summaries), flush=True)
+
+
+def _run_one(
+    layer: Layer, args: argparse.Namespace, out: Path | None, summaries: list[RunSummary]
+) -> RunOutcome:
     try:
         chosen = policy_breaks.parse(args.policy_break, layer) if args.policy_break else None
     except AnalystError as error:
@@ -252,12 +343,33 @@ def _run_one(layer: Layer, args: argparse.Namespace, out: Path | None) -> RunOut
         policy_break=chosen,
     )
     try:
-        outcome = run_case(options)
+        outcome = run_case(options, stream=_human(args))
     except OutputLost as lost:
         _fatal(lost.in_a_run())
+    except CheckFailed as failed:
+        if failed.kept is not None:
+            # The failure's evidence, on the run's own output: its page leads with the check.
+            print(
+                escaped(
+                    f"the failed run's page, check list and signed statement: {failed.kept} "
+                    f"(report.html; python -m app.controller verify {failed.kept})"
+                ),
+                file=_human(args),
+                flush=True,
+            )
+        summaries.append(
+            RunSummary(layer.value, failed.run_id, failed.records, failed.check_id, failed.kept)
+        )
+        _ci_outputs(args, summaries)
+        _fatal(failed)
     except AnalystError as error:
         _fatal(error)
-    print_outcome(outcome, sys.stdout)
+    print_outcome(outcome, _human(args))
+    summaries.append(
+        RunSummary(
+            layer.value, outcome.run_id, outcome.checks, None, outcome.out_dir, outcome.signed_by
+        )
+    )
     return outcome
 
 
@@ -269,6 +381,16 @@ def _nitro_evidence(args: argparse.Namespace) -> int:
         _fatal(error)
     print(text, end="")
     return 0 if verdict is Verdict.ISOLATED else 1
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from app.controller.verify_command import VerifyRequest, verify
+
+    request = VerifyRequest(args.source, args.key, args.kms_key, args.policy_dir)
+    try:
+        return verify(request, sys.stdout)
+    except AnalystError as error:
+        _fatal(error)
 
 
 def _case(args: argparse.Namespace) -> int:
@@ -290,6 +412,8 @@ def _commands(args: argparse.Namespace) -> int:
         return 0
     if args.command == "nitro-evidence":
         return _nitro_evidence(args)
+    if args.command == "verify":
+        return _verify(args)
     if args.command == "doctor":
         layers = [Layer(args.layer)] if args.layer else list(Layer)
         runnable = doctor(DoctorOptions(layers, args.workdir), sys.stdout)
@@ -297,8 +421,10 @@ def _commands(args: argparse.Namespace) -> int:
     if args.policy_break == policy_breaks.LIST:
         print("\n".join(policy_breaks.listing()))
         return 0
+    summaries: list[RunSummary] = []
     if args.command == "run":
-        _run_one(Layer(args.layer), args, args.out)
+        _run_one(Layer(args.layer), args, args.out, summaries)
+        _ci_outputs(args, summaries)
         return 0
     if args.policy_break:
         # A break names one layer's element: the demo runs that layer's case alone.
@@ -306,27 +432,52 @@ def _commands(args: argparse.Namespace) -> int:
             broken = policy_breaks.parse(args.policy_break)
         except AnalystError as error:
             _fatal(error)
-        _run_one(broken.layer, args, None)
+        _run_one(broken.layer, args, None, summaries)
+        _ci_outputs(args, summaries)
         return 0
+    human = _human(args)
     outcomes = []
     for layer in Layer:
-        outcomes.append((layer, _run_one(layer, args, None)))
-        print()
-    print("==> summary")
+        outcomes.append((layer, _run_one(layer, args, None, summaries)))
+        print(file=human)
+    print("==> summary", file=human)
     for layer, outcome in outcomes:
         print(
             escaped(
                 f"  {layer.value:<10} ANALYST_COMPLETE={outcome.run_id}  {outcome.checks_passed} "
-                f"checks passed  recommended: {outcome.recommended}"
-            )
+                f"checks passed, {len(outcome.skipped)} skipped  recommended: "
+                f"{outcome.recommended}"
+            ),
+            file=human,
         )
     # Imported here: a run renders its pages only at its end (the report page phase).
-    from app.controller.layer_comparison import write_layer_comparison
+    from app.report.layer_comparison import write_layer_comparison
 
     page = write_layer_comparison([outcome.out_dir for _, outcome in outcomes])
     reports = [(layer.value, outcome.out_dir / "report.html") for layer, outcome in outcomes]
-    print("\n".join(map(escaped, demo_ending(reports, page))))
-    return 0
+    print("\n".join(map(escaped, demo_ending(reports, page))), file=human)
+    verified = _verify_each(outcomes, human)
+    _ci_outputs(args, summaries)
+    return verified
+
+
+def _verify_each(outcomes: list[tuple[Layer, RunOutcome]], human: TextIO) -> int:
+    """The demo's last step: each run's attestation verified as a reviewer would, with this
+    installation's key and this checkout's committed policies."""
+    from app.controller.verify_command import VerifyRequest, verify
+
+    print("==> verify each run's signed statement", file=human)
+    worst = 0
+    for layer, outcome in outcomes:
+        print(
+            f"  {layer.value}: python -m app.controller verify {escaped(str(outcome.out_dir))}",
+            file=human,
+        )
+        try:
+            worst = max(worst, verify(VerifyRequest(str(outcome.out_dir)), human))
+        except AnalystError as error:
+            _fatal(error)
+    return worst
 
 
 def main(argv: list[str] | None = None) -> int:

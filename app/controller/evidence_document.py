@@ -15,10 +15,15 @@ from typing import Any, Final
 from app.controller.call_correlation import CorrelationResult
 from app.controller.guest import GuestReadings
 from app.core.case import Case
+from app.core.catalogue import Check
+from app.tools import catalogue as common_checks
+from app.tools.attacks import ATTACKS
 from app.tools.layer import LayerReadings
 
-EVIDENCE_SCHEMA_VERSION: Final = 1
-CHECKS_SCHEMA_VERSION: Final = 2
+# 2: the attacks tried, each with the ids of the checks that prove it (``attacks``).
+EVIDENCE_SCHEMA_VERSION: Final = 2
+# 3: the checks made after the file is written, named (``after_written``).
+CHECKS_SCHEMA_VERSION: Final = 3
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,21 @@ def _case(case: Case) -> dict[str, Any]:
     }
 
 
+def _attacks() -> list[dict[str, Any]]:
+    """Every path out the run tries, with the checks that prove it: the report reads them here,
+    never from the layers' code."""
+    return [
+        {
+            "key": attack.key,
+            "claim": attack.claim,
+            "probes": list(attack.probes),
+            "check": common_checks.ATTACK.id_for(attack=attack.key),
+            "control": common_checks.ATTACK_CONTROL.id_for(attack=attack.key),
+        }
+        for attack in ATTACKS
+    ]
+
+
 def evidence_document(parts: EvidenceParts) -> dict[str, Any]:
     correlation = parts.correlation
     return {
@@ -103,6 +123,7 @@ def evidence_document(parts: EvidenceParts) -> dict[str, Any]:
         },
         "policy": parts.policy,
         "readings": dict(parts.readings.process),
+        "attacks": _attacks(),
         "attack_answers": parts.readings.attacks.as_json(),
         "recommendation": {
             "supplier_id": parts.recommendation.supplier_id,
@@ -120,11 +141,21 @@ def evidence_document(parts: EvidenceParts) -> dict[str, Any]:
     }
 
 
-def checks_document(facts: RunFacts, records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def checks_document(
+    facts: RunFacts,
+    records: Sequence[dict[str, Any]],
+    after_written: Sequence[tuple[str, Check]] = (),
+) -> dict[str, Any]:
+    """``after_written``: (section, check) of each check the run makes once this document is
+    written (the read-back scan), named so a reader of the file knows it is to come."""
     return {
         "schema_version": CHECKS_SCHEMA_VERSION,
         "run_id": facts.run_id,
         "layer": facts.layer,
         "case_id": facts.case_id,
         "checks": list(records),
+        "after_written": [
+            {"id": check.id_for(), "section": section, "claim": check.claim}
+            for section, check in after_written
+        ],
     }

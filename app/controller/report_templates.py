@@ -27,7 +27,7 @@ class ReportTemplates:
         began, cpu = time.monotonic(), time.thread_time()
         try:
             # Imported here, in this thread: the run's own thread never pays for it.
-            from app.controller.report_page import compile_templates
+            from app.report.page import compile_templates
 
             compile_templates()
         except BaseException as error:
@@ -50,14 +50,14 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m app.controller.report_templates",
         description=(
             "Compiles the report page's templates and keeps their compiled form beside them "
-            "(app/controller/template_bytecode.py), whatever PYTHONDONTWRITEBYTECODE says, as "
+            "(app/report/template_bytecode.py), whatever PYTHONDONTWRITEBYTECODE says, as "
             "compileall does for modules: the image's build and `make bench` run it."
         ),
     )
     parser.parse_args(argv)
     # Asked for explicitly: this process writes what a run would only read.
     sys.dont_write_bytecode = False
-    from app.controller.report_page import TEMPLATE_BYTECODE, compile_templates
+    from app.report.page import TEMPLATE_BYTECODE, compile_templates
 
     compile_templates()
     print(f"compiled templates kept in {TEMPLATE_BYTECODE}")

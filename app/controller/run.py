@@ -15,11 +15,12 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import ExitStack, closing, contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO
 
+from app.controller.attest import ATTESTATION_FILES, attest, kms_client_if_named
 from app.controller.bytecode import WorkerBytecode
 from app.controller.cleanup_process import CleanupProcess, remove
 from app.controller.environment import RunMode, Services, mode_from_environment
@@ -28,6 +29,7 @@ from app.controller.evidence_document import (
     EvidenceParts,
     Recommended,
     RunFacts,
+    checks_document,
 )
 from app.controller.guest import GuestReadings, read_guest
 from app.controller.limits import check_file_size_limit
@@ -42,8 +44,9 @@ from app.controller.phases.report import report
 from app.controller.phases.secrets import retire_secrets
 from app.controller.phases.staging import stage_inputs
 from app.controller.phases.supplier import supplier
-from app.controller.provenance import provenance
+from app.controller.provenance import code_revision, policy_digests, provenance
 from app.controller.report_templates import ReportTemplates
+from app.controller.secret_scan import write_scanned
 from app.controller.services.processes import ServiceFailed
 from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
 from app.controller.supplier_client import SupplierClient
@@ -52,10 +55,11 @@ from app.controller.timing import PhaseClock
 from app.controller.workdir import RUN_LOCK, check_chosen, choose_work_base, claimed_run
 from app.core.calls import CallLog
 from app.core.case import CaseFolder, load_case_folder
-from app.core.checklog import CheckLog
+from app.core.checklog import CheckFailed, CheckLog
 from app.core.decoy_view import DecoyView
-from app.core.errors import LayerUnavailable, RunStopped
+from app.core.errors import AnalystError, LayerUnavailable, RunStopped
 from app.core.escaping import escaped
+from app.core.files import json_bytes
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
@@ -69,7 +73,10 @@ REPORT_FILES: Final = (
     "evidence.json",
     "checks.json",
     "calls.json",
+    *ATTESTATION_FILES,
 )
+# What a run that stopped at a failed check keeps, with its attestation.
+FAILED_FILES: Final = ("checks.json", "report.html")
 
 
 @dataclass(frozen=True)
@@ -102,6 +109,12 @@ class RunOutcome:
     timing: list[dict[str, Any]]
     # What making the report page's templates ready cost, in a thread beside the checks.
     templates_ready: dict[str, float]
+    # The key that signed attestation.intoto.jsonl, and this installation's key file when this
+    # run made it (its first use).
+    signed_by: str = ""
+    made_key: Path | None = None
+    # Every check the run made, in order (checks.json's records and the read-back scan's).
+    checks: tuple[dict[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -281,9 +294,17 @@ def _run(
     plan: RunPlan, factory: LayerFactory, stream: TextIO | None, clock: PhaseClock
 ) -> RunOutcome:
     with prepared_run(plan, stream, clock) as prepared, closing(factory(prepared.run)) as layer:
+        clock.enter("preflight")
         try:
-            return _checked_run(prepared, layer, clock)
+            return _phases(prepared, layer, clock)
         except ServiceFailed:
+            raise
+        except CheckFailed as failed:
+            # A service that died or was stopped is named before any FAIL line is printed
+            # (the check log's before_fail), so a failed check here is the check's own.
+            failed.records = prepared.run.checks.as_json()
+            failed.run_id = prepared.run.run_id
+            failed.kept = _keep_failure(prepared, layer, failed)
             raise
         except RunStopped as stopped:
             # A tool that failed or a check that stopped may have met a service that died
@@ -303,10 +324,80 @@ def _service_at_fault(services: Services, what_met_it: str) -> None:
         )
 
 
-def _checked_run(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -> RunOutcome:
-    """The run's phases in order, once its services are up and its layer is made."""
+def _keep_failure(
+    prepared: PreparedRun, layer: ConfinementLayer, failed: CheckFailed
+) -> Path | None:
+    """A failed run's evidence, kept: its check list and a page leading with the failed check,
+    each scanned for the secrets, signed into its statement, copied to --out and stored. Only
+    these files: what else the run directory holds is not scanned here, so it is not kept.
+    Whatever keeps them from being written, the run's own failure is what is reported."""
+    run, services = prepared.run, prepared.services
+    try:
+        facts = _facts(run, services)
+        listed = checks_document(facts, run.checks.as_json())
+        secrets = _secrets(services, layer)
+        from app.report.failed_page import render_failed
+
+        page = render_failed(listed, failed.check_id)
+        write_scanned(
+            run.paths.run, {"checks.json": json_bytes(listed), "report.html": page}, secrets
+        )
+        attest(
+            run.paths.run,
+            facts.as_json(),
+            run.checks.as_json(),
+            # What can be said of a run stopped early: the policy in force beside the committed
+            # one (a broken element shows here) and the code that ran.
+            {
+                "provenance": {
+                    "policy_digests": policy_digests(layer),
+                    "code_revision": asdict(code_revision(run.in_cluster)),
+                }
+            },
+            secrets,
+            kms_client=kms_client_if_named(services.session),
+            stopped_at=failed.check_id,
+            names=FAILED_FILES,
+        )
+        kept = {name: run.paths.run / name for name in (*FAILED_FILES, *ATTESTATION_FILES)}
+        published = prepared.out.publish(
+            kept, kept_elsewhere=_kept_elsewhere(run, services, prepared.keeps_tree)
+        )
+    except Exception as error:  # whatever it was, the check's failure is what the run reports
+        print(
+            escaped(f"note: the failed run's page and statement were not kept: {error}"),
+            file=run.checks.stream,
+            flush=True,
+        )
+        return None
+    # Stored after the copy: a failure of the store itself (its check may be the one that
+    # failed) leaves the copy in --out.
+    try:
+        for name, path in kept.items():
+            services.store.put(f"{run.report_prefix}{name}", path.read_bytes())
+    except (AnalystError, OSError) as error:
+        print(
+            escaped(f"note: the failed run's page and statement were not stored: {error}"),
+            file=run.checks.stream,
+            flush=True,
+        )
+    return published
+
+
+def _facts(run: Run, services: Services) -> RunFacts:
+    return RunFacts(
+        run_id=run.run_id,
+        layer=run.layer.value,
+        case_id=run.case.case_id,
+        report_uri=f"s3://{services.bucket}/{run.report_prefix}",
+        in_cluster=run.in_cluster,
+        rehearsal=run.rehearsal,
+    )
+
+
+def _phases(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -> RunOutcome:
+    """Every phase in order, from the preflight to the last writes and the copy to --out."""
     run, services, client = prepared.run, prepared.services, prepared.client
-    clock.enter("preflight")
     # From here the run mostly waits for one tool process at a time: the report page's
     # templates are made ready meanwhile, in a thread of their own.
     templates = ReportTemplates()
@@ -340,14 +431,7 @@ def _checked_run(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClo
     clock.enter("evidence")
     layer_evidence = layer.evidence()
     parts = EvidenceParts(
-        facts=RunFacts(
-            run_id=run.run_id,
-            layer=run.layer.value,
-            case_id=run.case.case_id,
-            report_uri=f"s3://{services.bucket}/{run.report_prefix}",
-            in_cluster=run.in_cluster,
-            rehearsal=run.rehearsal,
-        ),
+        facts=_facts(run, services),
         case=run.case,
         provenance=provenance(
             layer,
@@ -374,7 +458,7 @@ def _checked_run(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClo
         correlation=correlated,
         timing=clock.table(),
     )
-    finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
+    attested = finish(run, services, parts, comparison.as_json(), secrets, clock, templates)
     recommended = parts.recommendation
 
     copied = prepared.out.publish(
@@ -396,14 +480,18 @@ def _checked_run(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClo
             "wall_ms": round(templates.wall_ms, 1),
             "cpu_ms": round(templates.cpu_ms, 1),
         },
+        signed_by=attested.keyid,
+        made_key=attested.made_key,
+        checks=tuple(run.checks.as_json()),
     )
 
 
 def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:
     """The lines before the first check: the run, the mode's notices, the guest readings."""
     stream = run.checks.stream
+    # The layer's header even when quiet: a quiet demo's lines still say which run they are of.
+    print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
     if not run.checks.quiet:
-        print(f"==> {run.layer}: run {run.run_id}, case {run.case.case_id}", file=stream)
         for notice in mode.notices():
             print(notice, file=stream)
         # The machine's own words (its DMI product name, say): one line, escaped.

@@ -72,6 +72,8 @@ class Closing:
     model: str
     out_dir: Path
     report_uri: str
+    signed_by: str = ""  # the key id of the attestation's signature
+    made_key: Path | None = None  # this installation's key, when this run made it
 
     @property
     def report_page(self) -> Path:
@@ -94,6 +96,18 @@ class Closing:
             f"  evidence:       {self.out_dir / 'evidence.json'}",
             f"  store report:   {self.report_uri}",
         ]
+        if self.signed_by:
+            lines += [
+                f"  attestation:    {self.out_dir / 'attestation.intoto.jsonl'}, signed by key "
+                f"{self.signed_by[:16]}",
+                f"  public key:     {self.out_dir / 'attestation.pub'}",
+                f"  verify with:    python -m app.controller verify {self.out_dir}",
+            ]
+        if self.made_key is not None:
+            lines.append(
+                f"  (first use: this installation's signing key was made, {self.made_key}, mode "
+                "0600; its public key is the attestation.pub above)"
+            )
         return lines
 
 

@@ -23,6 +23,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import Literal, TextIO, TypeVar
 
 from app.core.at_once import ends_at_once
@@ -52,6 +53,11 @@ class CheckFailed(RunStopped):
         text = f"{record.claim}: {record.detail}" if record.detail else record.claim
         super().__init__(text)
         self.record = record
+        # Where the failed run's page, check list and signed statement were kept, if they were.
+        self.kept: Path | None = None
+        # Every check the run made, this one last (checks.json's records), for CI's outputs.
+        self.records: list[dict[str, str]] = []
+        self.run_id = ""
 
     @property
     def check_id(self) -> str:

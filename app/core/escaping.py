@@ -11,7 +11,7 @@ they are not meant to be decoded again.
 
 The controller applies it where text enters a person's view: every check line and checks.json
 record (app/core/checklog.py), every error line, note and closing line (app/controller/cli.py,
-run.py), every value of the report pages, before Jinja2's HTML escaping (report_page.py), and
+run.py), every value of the report pages, before Jinja2's HTML escaping (app/report/page.py), and
 each character of the Markdown report (markdown.py). Text the controller wrote itself passes
 through unchanged.
 """

@@ -30,6 +30,7 @@ COMPONENTS = {
     "analyst:images:Images",
     "analyst:storage:CaseStore",
     "analyst:identity:AnalystIdentity",
+    "analyst:signing:SigningKey",
     "analyst:workspace:Workspace",
     "analyst:pki:SupplierSecrets",
     "analyst:supplier:SupplierApi",

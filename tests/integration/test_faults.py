@@ -312,6 +312,8 @@ def test_two_runs_given_one_out_never_mix(base: Path) -> None:
     assert json.loads((out / "evidence.json").read_text())["run_id"] == run_id
     assert sorted(p.name for p in out.iterdir()) == sorted(
         [
+            "attestation.intoto.jsonl",
+            "attestation.pub",
             "calls.json",
             "checks.json",
             "comparison.json",

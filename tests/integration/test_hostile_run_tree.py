@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from app.core.tree import MAX_DEPTH
+from tests.support.attested_run import assert_failure_kept
 from tests.support.faults import Controller, settle
 from tests.support.hostile import HostileRun, Step, run_hostile
 
@@ -62,7 +63,8 @@ def test_the_last_scan_names_what_it_cannot_read_and_the_tree_goes(
     (stop,) = [line for line in run.error_lines() if line.strip()]
     assert stop.startswith("ANALYST_FAILED: and so was every file left in the run"), stop
     assert trees_left(run) == []
-    assert not (work_base / "out").exists()
+    # Only what the failure path wrote and scanned itself is kept, never the run directory's.
+    assert_failure_kept(work_base / "out", "evidence.scanned-after")
     assert run.secrets() and run.secrets_on_disk() == []
     assert run.processes_left() == []
 

@@ -19,6 +19,7 @@ import pytest
 from app.controller.cli import main
 from app.controller.shipped_layers import broken_layer
 from app.tools.policy_breaks import PolicyBreak, listed, listing, parse
+from tests.support.attested_run import assert_failure_kept
 from tests.support.elements import Shared, shared_services, steps_outcome
 
 pytestmark = pytest.mark.integration
@@ -69,9 +70,16 @@ def test_the_command_line_stops_at_the_fail_with_exit_1(
     assert exited.value.code == 1, captured.out[-2000:]
     assert _FAIL_ID.findall(captured.out) == [watched_by]
     assert captured.err.startswith("ANALYST_FAILED: ")
-    out = work_base / "out"
-    left = [path for path in out.rglob("*") if not path.is_dir()] if out.exists() else []
-    assert not left, "a failed run left a report behind"
+    # The failed run keeps its check list, a page leading with the failure and its statement.
+    assert_failure_kept(
+        work_base / "out" if argv[0] == "run" else _only_run(work_base / "out"), watched_by
+    )
+
+
+def _only_run(parent: Path) -> Path:
+    (layer,) = [path for path in parent.iterdir() if path.is_dir()]
+    (run,) = list(layer.iterdir())
+    return run
 
 
 def test_the_list_names_every_element_of_both_layers_with_what_watches_it(

@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
-from app.controller.boundary_picture import role_views
 from app.controller.evidence_document import CHECKS_SCHEMA_VERSION, EVIDENCE_SCHEMA_VERSION
-from app.controller.layer_comparison import write_layer_comparison
-from app.controller.report_page import ReportInputs, render_report, within_run_tree
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Layer
+from app.report.layer_comparison import write_layer_comparison
+from app.report.page import ReportInputs, render_report, within_run_tree
+from app.report.picture import role_views
 from app.tools.attacks import ATTACKS, PROBES
 from tests.support import browser
 from tests.support.dom import Element, find, inside, parse
@@ -48,7 +48,7 @@ def test_each_runs_files_match_their_schemas(page_runs: Runs) -> None:
         evidence = page_runs.document(layer, "evidence.json")
         checks = page_runs.document(layer, "checks.json")
         assert evidence["schema_version"] == EVIDENCE_SCHEMA_VERSION
-        assert checks["schema_version"] == CHECKS_SCHEMA_VERSION == 2
+        assert checks["schema_version"] == CHECKS_SCHEMA_VERSION == 3
         ids = [record["id"] for record in checks["checks"]]
         assert len(ids) == len(set(ids)), "an id names one check of a run"
 

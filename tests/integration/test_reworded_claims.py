@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from app.controller.layer_comparison import write_layer_comparison
-from app.controller.report_page import ReportInputs, render_report
 from app.core.roles import Layer
 from app.core.run import Run
+from app.report.layer_comparison import write_layer_comparison
+from app.report.page import ReportInputs, render_report
 from app.tools.accounting import Watched
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap.launcher import BubblewrapLayer

@@ -16,14 +16,19 @@ from app.controller.catalogue import run_sections
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.supplier_client import SupplierClient
+from app.controller.verify_command import folder_files
 from app.core.calls import SupplierReply
 from app.core.case import CaseError
 from app.core.checklog import CheckFailed
-from app.core.repo import SAMPLE_CASE
+from app.core.repo import POLICIES_DIR, SAMPLE_CASE
 from app.core.roles import Layer
+from app.report.attestation import key_from_pem, read_attestation
+from app.report.statement import ATTESTATION_NAME, PUBLIC_KEY_NAME
+from app.report.verification import verify_run
 from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.execution import TOOL_STARTS
 from app.tools.nono.checks import NonoChecks
+from tests.support.attested_run import assert_failure_kept
 
 pytestmark = pytest.mark.integration
 
@@ -106,10 +111,23 @@ def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -
     assert sum(row["tool_processes"] for row in timing) == tool_processes > 0
     # The run's own table goes on: the last phase, and the report page's render timed apart.
     assert outcome.timing[: len(timing)] == timing
-    assert [row["phase"] for row in outcome.timing[len(timing) :]] == ["evidence", "report page"]
+    assert [row["phase"] for row in outcome.timing[len(timing) :]] == [
+        "evidence",
+        "report page",
+        "attestation",
+    ]
     assert all(row["wall_ms"] >= 0 and row["controller_cpu_ms"] >= 0 for row in timing)
     # The work tree (secrets included) is gone after the run.
     assert not (work_base / "work" / outcome.run_id).exists()
+    # The signed statement covers every file and every check, the last scan's too, and holds.
+    attested = read_attestation((out / ATTESTATION_NAME).read_bytes())
+    assert [c["id"] for c in attested.predicate["checks"]] == planned
+    assert attested.predicate["counts"]["PASS"] == outcome.checks_passed
+    key = key_from_pem((out / PUBLIC_KEY_NAME).read_bytes())
+    assert key.keyid == outcome.signed_by
+    verdict = verify_run(folder_files(out), [key], POLICIES_DIR)
+    assert verdict.holds, verdict.problems
+    assert verdict.skipped == list(outcome.skipped)
 
 
 def test_digest_mismatch_stops_before_anything_is_written(tmp_path: Path, work_base: Path) -> None:
@@ -187,13 +205,13 @@ def test_hostile_availability_stops_before_any_tool_sees_it(
     assert len(fails) == 1 and fails[0].endswith("[supplier.availability]")
     (run_dir,) = (work_base / "work").iterdir()
     assert not (run_dir / "run" / "evaluator" / "in" / "facts.json").exists()
-    assert not (work_base / "out").exists()
+    assert_failure_kept(work_base / "out", "supplier.availability")
 
 
 def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     work_base: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The gate is live in the run: a model that picks Harbor stops it with no report."""
+    """The gate is live in the run: a model that picks Harbor stops it with no recommendation."""
     from app.controller import agent_turn
     from app.controller.gates import Recommendation
 
@@ -217,7 +235,9 @@ def test_a_model_choosing_another_supplier_fails_the_choice_gate(
     )
     fails = [line for line in stream.getvalue().splitlines() if line.startswith("FAIL ")]
     assert len(fails) == 1 and fails[0].endswith(f"({failed.value.record.detail}) [model.choice]")
-    assert not (work_base / "out").exists()
+    # No recommendation: the failure's own page, check list and statement alone.
+    assert failed.value.kept == work_base / "out"
+    assert_failure_kept(work_base / "out", "model.choice")
 
 
 def _one_supplier_case(folder: Path, case_id: str, supplier_id: str) -> Path:

@@ -52,6 +52,7 @@ COMMANDS = (
     _controller("doctor"),
     _controller("nitro-evidence"),
     _controller("guest-readings"),
+    _controller("verify"),
     Command(
         ("app.supplier_api",), "command-line.md", "The supplier API: `python -m app.supplier_api`"
     ),

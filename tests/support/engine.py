@@ -236,6 +236,10 @@ class ProgramMocks(pulumi.runtime.Mocks):
                     },
                 }
                 return str(state["name"]), state
+            case "aws:kms/key:Key":
+                key_id = "0a1b2c3d-0000-4000-8000-000000000001"
+                state |= {"arn": self._arn("kms", f"key/{key_id}", self.region), "keyId": key_id}
+                return key_id, state
             case "aws:eks/podIdentityAssociation:PodIdentityAssociation":
                 state |= {"associationId": "a-mock0000000000000"}
             case "tls:index/privateKey:PrivateKey":

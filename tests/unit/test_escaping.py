@@ -13,12 +13,12 @@ import pytest
 
 from app.controller import cli
 from app.controller.markdown import inline, verbatim
-from app.controller.report_page import environment
 from app.controller.run import RunOutcome
 from app.core.catalogue import Check, Section
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
 from app.core.errors import RunStopped
 from app.core.escaping import escaped, escaped_lines
+from app.report.page import environment
 
 SAMPLES = {
     # A file name that prints a forged green PASS line after the real one.

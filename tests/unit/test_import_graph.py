@@ -1,6 +1,7 @@
 """The import graph of app/ and infra/: no circles, and every import points down.
 
     app.controller -> app.tools -> app.core
+    app.controller -> app.report -> app.core (the run's pages read the run's documents alone)
     app.supplier_api -> app.core.ids (its image carries nothing else of the app's)
     app.tools.worker -> nothing of the app (it runs alone inside the sandbox)
     infra -> app.core (what it renders: the contracts and policies), never tools or controller
@@ -24,7 +25,14 @@ from app.core.repo import REPO_ROOT
 
 PACKAGES = ("app", "infra", "rehearsal")
 # Lower number, lower layer: a module may import only from its own rank or below.
-RANKS = {"app.core": 0, "app.tools": 1, "app.controller": 2, "infra": 3, "rehearsal": 4}
+RANKS = {
+    "app.core": 0,
+    "app.tools": 1,
+    "app.report": 1,
+    "app.controller": 2,
+    "infra": 3,
+    "rehearsal": 4,
+}
 
 
 def _module_name(path: Path) -> str:
@@ -137,6 +145,16 @@ def test_the_worker_imports_nothing_of_the_app() -> None:
     for module, targets in GRAPH.items():
         if module.startswith("app.tools.worker"):
             outside = [t for t in targets if not t.startswith("app.tools.worker")]
+            assert not outside, f"{module} imports {outside}"
+
+
+def test_the_report_imports_only_the_shared_contracts() -> None:
+    """The pages render any stored run from its documents: nothing of the layers or the
+    controller, which would tie a page to the code that made the run."""
+    assert "app.report.picture" in GRAPH["app.report.page"]  # guards the walk
+    for module, targets in GRAPH.items():
+        if module.startswith("app.report"):
+            outside = [t for t in targets if not t.startswith(("app.report", "app.core"))]
             assert not outside, f"{module} imports {outside}"
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import jinja2
 
-from app.controller.template_bytecode import TemplateBytecode
+from app.report.template_bytecode import TemplateBytecode
 
 
 def _page(templates: Path, cache: TemplateBytecode) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from app.controller import catalogue as c
+from app.controller.attest import Attested, attest, kms_client_if_named, store_attestation
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
 from app.controller.report_templates import ReportTemplates
@@ -18,6 +19,8 @@ from app.core.run import Run
 STORED_LAST = ("evidence.json", "calls.json", "checks.json", "report.html")
 # The report page's render, timed as a phase of its own (`make bench` prints what it costs).
 REPORT_PAGE_PHASE: Final = "report page"
+# The signed statement, timed apart too (`make bench` prints signing and verifying).
+ATTESTATION_PHASE: Final = "attestation"
 
 
 def finish(
@@ -28,7 +31,8 @@ def finish(
     secrets: Mapping[str, bytes],
     clock: PhaseClock,
     templates: ReportTemplates,
-) -> list[str]:
+) -> Attested:
+    """Writes and stores the run's last files; returns how its attestation was signed."""
     checks = run.checks
     checks.begin(c.EVIDENCE)
     evidence = evidence_document(parts)
@@ -43,11 +47,13 @@ def finish(
         refusals=(KeyLeak,),
         detail=lambda _: f"for {', '.join(secrets)}",
     )
-    listed = checks_document(parts.facts, checks.as_json())
+    listed = checks_document(
+        parts.facts, checks.as_json(), after_written=((c.EVIDENCE.name, c.SCANNED_AFTER),)
+    )
     with clock.aside(REPORT_PAGE_PHASE):
         # Its modules and templates were made ready in a thread beside the checks.
         templates.wait()
-        from app.controller.report_page import ReportInputs, render_report
+        from app.report.page import ReportInputs, render_report
 
         page = render_report(ReportInputs(evidence, listed, comparison))
     write_scanned(run.paths.run, {"checks.json": json_bytes(listed), "report.html": page}, secrets)
@@ -63,4 +69,15 @@ def finish(
         raise
     checks.require(c.SCANNED_AFTER, True, detail=f"{len(scanned)} files: {', '.join(scanned)}")
     checks.close()
-    return scanned
+    # Signed once every check is made: the statement holds the read-back scan's outcome too.
+    with clock.aside(ATTESTATION_PHASE):
+        attested = attest(
+            run.paths.run,
+            evidence,
+            checks.as_json(),
+            evidence,
+            secrets,
+            kms_client=kms_client_if_named(services.session),
+        )
+        store_attestation(run.paths.run, services.store, run.report_prefix)
+    return attested

@@ -9,7 +9,6 @@ that sent it has ended, a drain holds the request's record.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from app.core.calls import CallRecord
@@ -56,17 +55,26 @@ def authority(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def summary(records: list[FrontRecord]) -> list[tuple[Any, ...]]:
-    """What a FAIL line shows of a request's records: never a header or a body."""
-    return [
-        (
-            r.form,
-            None if r.refusal is None else r.refusal.value,
-            r.status,
-            [(e.decision, e.status, e.denial_category) for e in nono_events(r)],
-        )
-        for r in records
+def summary(records: list[FrontRecord]) -> str:
+    """What a check's line shows of a request's records, in words: never a header or a body."""
+    if not records:
+        return "none"
+    return " | ".join(_record_words(record) for record in records)
+
+
+def _record_words(record: FrontRecord) -> str:
+    words = f"{record.form} request"
+    if record.refusal is not None:
+        words += f", refused at the front ({record.refusal.value})"
+    if record.status is not None:
+        words += f", answered {record.status}"
+    events = [
+        event.decision
+        + (f" {event.status}" if event.status is not None else "")
+        + (f" ({event.denial_category})" if event.denial_category else "")
+        for event in nono_events(record)
     ]
+    return words + (f"; nono: {', '.join(events)}" if events else "; nothing passed to nono")
 
 
 class ProxyCalls:

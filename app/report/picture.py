@@ -23,7 +23,7 @@ from app.core.roles import ROLES
 POLICY_NAME: Final = {"bubblewrap": "argument list", "nono": "nono profile"}
 # How a path under the run's private tree is written, the tree itself named once on the page.
 RUN_TREE: Final = "<run tree>"
-WIDTH: Final = 1240
+WIDTH: Final = 1470
 LINE: Final = 15  # px between text lines (12 px monospace)
 CHAR: Final = 7.3  # px per character of 12 px monospace, a little over most fonts' advance
 PAD: Final = 10
@@ -33,7 +33,10 @@ CONTROLLER_X: Final = 50
 CONTROLLER_W: Final = 330
 ROLE_X: Final = 430
 ROLE_W: Final = 520
-OUTSIDE_X: Final = 1010
+# The column of the nono proxies, between the roles and the supplier (empty under bubblewrap).
+PROXY_X: Final = 975
+PROXY_W: Final = 215
+OUTSIDE_X: Final = 1240
 OUTSIDE_W: Final = 215
 
 
@@ -189,8 +192,11 @@ def _nono_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
     top = str(evidence.get("endpoints", {}).get("run_tree", ""))
     profile = policy.get("profiles", {}).get(role, {})
     files = profile.get("filesystem", {})
-    mounts = tuple(Mount(_short(p, top), "read-only") for p in files.get("read", [])) + tuple(
-        Mount(_short(p, top), "read-write") for p in files.get("allow", [])
+    # A profile grants folders (read, allow) and single files (read_file, allow_file).
+    reads = [*files.get("read", []), *files.get("read_file", [])]
+    writes = [*files.get("allow", []), *files.get("allow_file", [])]
+    mounts = tuple(Mount(_short(p, top), "read-only") for p in reads) + tuple(
+        Mount(_short(p, top), "read-write") for p in writes
     )
     process = profile.get("process", {})
     rules = len(policy.get("seccomp_baseline", {}).get("rules", []))
@@ -281,13 +287,31 @@ def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
         *_wrap(f"  found through {holds.get('aws_credential_source', '?')}", width),
         Text("supplier calls it made itself:", "", "strong"),
     ]
-    calls = [
-        c for c in evidence.get("correlation", {}).get("calls", []) if c.get("by") == "controller"
-    ]
+    every = evidence.get("correlation", {}).get("calls", [])
+    calls = [c for c in every if c.get("by") == "controller"]
+    controls = control_pairs(every)
     for call in calls:
-        if call.get("reaches_upstream"):
+        pair = (call.get("method"), call.get("path"))
+        if call.get("reaches_upstream") and pair not in controls:
             status = call.get("status")
             lines += _wrap(f"  {call.get('method')} {call.get('path')} \u2192 {status}", width)
+    shown_controls = [
+        c
+        for c in calls
+        if c.get("reaches_upstream") and (c.get("method"), c.get("path")) in controls
+    ]
+    if shown_controls:
+        lines += _wrap(
+            "controls: a call a role's proxy refused, made by the controller itself:",
+            width,
+            "strong",
+        )
+        for call in shown_controls:
+            lines += _wrap(
+                f"  control: {call.get('method')} {call.get('path')} \u2192 {call.get('status')}",
+                width,
+                "control",
+            )
     # The rest it sent through a role's proxy, as the controls that show what the proxy
     # refuses: counted by status, each call is in the page's table of calls.
     refused = Counter(str(c.get("status")) for c in calls if not c.get("reaches_upstream"))
@@ -309,6 +333,16 @@ def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
     model = evidence.get("provenance", {}).get("model", {}).get("id")
     lines += _wrap(f"  one model turn: {model}", width)
     return lines
+
+
+def control_pairs(calls: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
+    """The method/path pairs a role tried and its proxy refused: the controller's own call of
+    the same pair, answered by the supplier, is that refusal's control, not a call of its work."""
+    return {
+        (call.get("method"), call.get("path"))
+        for call in calls
+        if call.get("by") in ROLES and not call.get("reaches_upstream")
+    }
 
 
 def _height(lines: Sequence[Text]) -> float:
@@ -447,10 +481,32 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
     edge = pod.x + pod.w
     for view, box in zip(views, role_boxes, strict=True):
         if view.proxy:
+            proxy_lines = [
+                *_wrap(f"listens at {view.proxy}", PROXY_W),
+                Text("puts the real key in place", "", ""),
+                Text("of the role's placeholder;", "", ""),
+                Text("forwards only:", "", "strong"),
+                *(line for pair in view.route for line in _wrap(f"  {pair}", PROXY_W, "net")),
+                Text("refuses every other request", "", "no"),
+            ]
+            proxy_box = Box(
+                PROXY_X,
+                box.y,
+                PROXY_W,
+                _height(proxy_lines),
+                "proxy",
+                f"{view.role}'s nono proxy",
+                tuple(proxy_lines),
+                f"proxy-{view.role}",
+            )
+            shown.boxes.append(proxy_box)
+            shown.arrows.append(
+                Arrow(((box.x + box.w, box.y + 30), (proxy_box.x, proxy_box.y + 30)), "proxied")
+            )
             shown.arrows.append(
                 Arrow(
                     (
-                        (box.x + box.w, box.y + 30),
+                        (proxy_box.x + proxy_box.w, proxy_box.y + 30),
                         (supplier_box.x, supplier_box.y + supplier_box.h - 10),
                     ),
                     "proxied",
@@ -458,12 +514,13 @@ def picture(evidence: Mapping[str, Any]) -> Picture:
             )
         if view.refused:
             y_out = box.y + box.h - 14
+            # It stops at the pod's wall, labelled with what was tried and the answer.
             shown.arrows.append(
                 Arrow(
-                    ((box.x + box.w, y_out), (edge + 24, y_out)),
+                    ((box.x + box.w, y_out), (edge - 2, y_out)),
                     "refused",
-                    "\u2717",
-                    (edge + 32, y_out + 4),
+                    f"\u2717 TCP to the host: {view.refused}",
+                    ((box.x + box.w + edge) / 2, y_out - 5),
                 )
             )
     shown.height = int(max(below, aws_box.y + aws_box.h) + 16)

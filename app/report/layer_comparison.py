@@ -17,9 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.controller.report_page import CONTROL, Cell, CheckView, check_views, matrix_cell, render
 from app.core.roles import ROLES
-from app.tools.attacks import ATTACKS
+from app.report.page import CONTROL, Cell, CheckView, attacks, check_views, matrix_cell, render
 
 PAGE_NAME = "comparison-{first}-{second}.html"
 
@@ -114,7 +113,7 @@ def attack_rows(runs: Sequence[LayerRun]) -> list[AttackRow]:
             matrix_cell(CONTROL, control.get(probe), control.get(probe)),
             [_roles_answer(run.evidence, probe, control.get(probe)) for run in runs],
         )
-        for attack in ATTACKS
+        for attack in attacks(runs[0].evidence)
         for probe in attack.probes
     ]
 

@@ -1,13 +1,15 @@
 """report.html: one self-contained page per run, for a reviewer who has never seen the project.
 
-It is rendered from the run's own documents (evidence.json, checks.json and comparison.json)
-and the layer's committed element accounting, with Jinja2's autoescaping on: every text that
-came from a tool, a case, the model or the supplier reaches the page escaped. The page loads
-nothing (inline CSS and SVG, no script, a Content-Security-Policy that allows none).
+It is rendered from the run's own documents alone (evidence.json, checks.json and
+comparison.json) and the layer's committed element accounting, so it renders any stored run,
+with Jinja2's autoescaping on: every text that came from a tool, a case, the model or the
+supplier reaches the page escaped. The page loads nothing (inline CSS and SVG, no script, a
+Content-Security-Policy that allows none).
 
 Every check is shown and found by its stable id (app/core/catalogue.py), never by its wording
 or its place in the list: the check list, the element table and the attack matrix name ids, so
-a check the catalogue gains appears here with no change to this module.
+a check the catalogue gains appears here with no change to this module. The attacks and the
+checks that prove them are named by evidence.json, the checks still to come by checks.json.
 """
 
 from __future__ import annotations
@@ -21,18 +23,16 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Final
 
-from app.controller import catalogue as controller_checks
-from app.controller.boundary_picture import RUN_TREE, Picture, picture
-from app.core.catalogue import Check
 from app.core.escaping import escaped_lines
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
-from app.tools import catalogue as common_checks
-from app.tools.attacks import ATTACKS, OK
+from app.report.picture import RUN_TREE, Picture, control_pairs, picture
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 TEMPLATE_BYTECODE: Final = TEMPLATES / "__pycache__"
 CONTROL: Final = "control"
+# How evidence.json writes a probe that succeeded (app/tools/attacks.py's OK).
+OK: Final = "ok"
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def environment() -> Any:
     # Imported here: only the report page needs Jinja2.
     import jinja2
 
-    from app.controller.template_bytecode import TemplateBytecode
+    from app.report.template_bytecode import TemplateBytecode
 
     return jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
@@ -74,7 +74,7 @@ def _escaped_value(value: Any) -> Any:
 
 def compile_templates() -> None:
     """Compiles (or loads the compiled form of) every template ahead of the first render
-    (app/controller/report_templates.py)."""
+    (app/controller/report_templates.py starts it in a thread of the run's)."""
     templates = environment()
     for name in templates.list_templates(extensions=["j2"]):
         templates.get_template(name)
@@ -125,26 +125,40 @@ def check_views(checks: Mapping[str, Any], top: str) -> list[CheckView]:
 
 
 @dataclass(frozen=True)
+class LaterCheck:
+    """A check the run makes after checks.json and this page are written (the read-back scan):
+    named, since its line is in the run's output but cannot be in checks.json or here."""
+
+    id: str
+    section: str
+    claim: str
+
+
+def later_checks(checks: Mapping[str, Any]) -> list[LaterCheck]:
+    return [
+        LaterCheck(str(record["id"]), str(record["section"]), str(record["claim"]))
+        for record in checks.get("after_written", [])
+    ]
+
+
+@dataclass(frozen=True)
 class Section:
     name: str
     checks: list[CheckView]
-    # A check of this section made after the page was written (the read-back scan): named, since
-    # its line is in the run's output but cannot be in checks.json or here.
-    after_page: Sequence[Check]
+    after_page: Sequence[LaterCheck]
 
     def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
 
 
-# The checks a run makes after it has written this page, by section.
-AFTER_PAGE: Final = {controller_checks.EVIDENCE.name: (controller_checks.SCANNED_AFTER,)}
-
-
-def sections(views: Sequence[CheckView]) -> list[Section]:
+def sections(views: Sequence[CheckView], later: Sequence[LaterCheck]) -> list[Section]:
     by_name: dict[str, list[CheckView]] = {}
     for view in views:
         by_name.setdefault(view.section, []).append(view)
-    return [Section(name, checks, AFTER_PAGE.get(name, ())) for name, checks in by_name.items()]
+    return [
+        Section(name, checks, [check for check in later if check.section == name])
+        for name, checks in by_name.items()
+    ]
 
 
 # --- the attack matrix ----------------------------------------------------------------------
@@ -184,13 +198,37 @@ def matrix_cell(column: str, answer: str | None, control: str | None) -> Cell:
     return Cell(column, answer, "refused", "\u2717", "refused")
 
 
+@dataclass(frozen=True)
+class Attack:
+    """One path out as evidence.json names it: its probes, and the ids of the check that proves
+    it and of its unconfined control."""
+
+    key: str
+    claim: str
+    probes: tuple[str, ...]
+    check: str
+    control: str
+
+
+def attacks(evidence: Mapping[str, Any]) -> list[Attack]:
+    return [
+        Attack(
+            str(entry["key"]),
+            str(entry["claim"]),
+            tuple(str(probe) for probe in entry["probes"]),
+            str(entry["check"]),
+            str(entry["control"]),
+        )
+        for entry in evidence.get("attacks", [])
+    ]
+
+
 def attack_matrix(evidence: Mapping[str, Any], by_id: Mapping[str, CheckView]) -> list[MatrixRow]:
     answers = evidence.get("attack_answers", {})
     control, roles = answers.get("control", {}), answers.get("roles", {})
     rows = []
-    for attack in ATTACKS:
-        check = by_id.get(common_checks.ATTACK.id_for(attack=attack.key))
-        made_control = by_id.get(common_checks.ATTACK_CONTROL.id_for(attack=attack.key))
+    for attack in attacks(evidence):
+        check, made_control = by_id.get(attack.check), by_id.get(attack.control)
         for probe in attack.probes:
             seen = control.get(probe)
             cells = [matrix_cell(CONTROL, seen, seen)]
@@ -275,6 +313,8 @@ class ReportView:
     picture: Picture
     suppliers: list[SupplierView]
     run_tree: str
+    # The method/path pairs a role's proxy refused: the controller's own call of one is a control.
+    controls: set[tuple[Any, Any]]
 
     def count(self, status: str) -> int:
         return sum(1 for check in self.checks if check.status == status)
@@ -284,7 +324,7 @@ class ReportView:
         return [check for check in self.checks if check.status == "SKIP"]
 
     @property
-    def after_page(self) -> list[Check]:
+    def after_page(self) -> list[LaterCheck]:
         return [check for section in self.sections for check in section.after_page]
 
     @property
@@ -302,13 +342,14 @@ def report_view(inputs: ReportInputs) -> ReportView:
         evidence=evidence,
         comparison_rule=str(inputs.comparison.get("rule", "")),
         checks=views,
-        sections=sections(views),
+        sections=sections(views, later_checks(inputs.checks)),
         matrix=attack_matrix(evidence, by_id),
         columns=[CONTROL, *ROLES],
         elements=element_views(str(evidence["layer"]), by_id),
         picture=picture(evidence),
         suppliers=supplier_views(inputs.comparison, names),
         run_tree=top,
+        controls=control_pairs(evidence.get("correlation", {}).get("calls", [])),
     )
 
 
