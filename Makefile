@@ -5,9 +5,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 LOCAL  := $(VENV)/.installed-local
 READY  := $(VENV)/.installed
-# One test worker per core (pytest-xdist); a test group that shares one costly fixture (such as
-# the report page's runs) stays on one worker.
-PARALLEL ?= -n auto --dist loadgroup
+# One test worker per core (pytest-xdist), each given whole test files, so a module's costly
+# fixture (its services, its moto, every --help) is made once. (xdist 3.8's loadgroup does not
+# group under pytest 9, whose items no longer take a new node id.)
+PARALLEL ?= -n auto --dist loadfile
 
 .PHONY: demo test test-fast report-screenshot bench policies policies-check manifests rehearse lint clean
 

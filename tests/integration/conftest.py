@@ -16,10 +16,3 @@ def page_runs() -> Iterator[Runs]:
     with report_runs() as made:
         yield made
 
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # Under pytest-xdist (make test) every test that reads page_runs goes to one worker, so the
-    # two runs are made once, not once per worker.
-    for item in items:
-        if "page_runs" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("page_runs"))

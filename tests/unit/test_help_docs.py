@@ -20,9 +20,6 @@ from tests.support.cli_help import (
 )
 from tests.support.docs import headings, pages, text
 
-# Every --help is made once, on one worker under pytest-xdist (make test).
-pytestmark = pytest.mark.xdist_group("help_docs")
-
 
 @pytest.fixture(scope="module")
 def helps() -> dict[Command, Help]:
