@@ -15,4 +15,3 @@ def page_runs() -> Iterator[Runs]:
     run reworded): tests/support/report_runs.py."""
     with report_runs() as made:
         yield made
-
