@@ -5,6 +5,10 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 LOCAL  := $(VENV)/.installed-local
 READY  := $(VENV)/.installed
+# One test worker per core (pytest-xdist), each given whole test files, so a module's costly
+# fixture (its services, its moto, every --help) is made once. (xdist 3.8's loadgroup does not
+# group under pytest 9, whose items no longer take a new node id.)
+PARALLEL ?= -n auto --dist loadfile
 
 .PHONY: demo test test-fast report-screenshot bench policies policies-check manifests rehearse lint clean
 
@@ -21,11 +25,11 @@ demo: $(LOCAL)
 ## test: the whole suite (unit, Pulumi mocks, real bwrap/nono-py/moto/TLS integration, report.html in headless Chromium)
 test: $(READY)
 	@scripts/browser.sh
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(PARALLEL)
 
 ## test-fast: the unit and Pulumi-mock tests alone: no real sandbox, moto or TLS server
 test-fast: $(READY)
-	$(PY) -m pytest -q -m "not integration" tests/unit tests/infra
+	$(PY) -m pytest -q $(PARALLEL) -m "not integration" tests/unit tests/infra
 
 ## report-screenshot: re-render docs/images/report.png, the README's picture of a report, from a real run
 report-screenshot: $(READY)

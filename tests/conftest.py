@@ -45,3 +45,19 @@ def work_base() -> Iterator[Path]:
         validate_tree(base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test under tests/integration/ is marked `integration`, or the session stops before
+    any runs: `make test-fast` (-m "not integration") must never start a real sandbox, server
+    or rehearsal, and it leaves out only what is so marked."""
+    integration = Path(__file__).parent / "integration"
+    unmarked = [
+        item.nodeid
+        for item in items
+        if item.path.is_relative_to(integration) and item.get_closest_marker("integration") is None
+    ]
+    if unmarked:
+        raise pytest.UsageError(
+            "tests under tests/integration/ without the integration marker: " + ", ".join(unmarked)
+        )

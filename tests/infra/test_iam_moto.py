@@ -14,12 +14,6 @@ test's operator instead; the deployed trust policy is checked in test_identity.p
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,6 +24,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
+from app.controller.services.local_aws import MotoServer
 from tests.support.stack_run import StackRun
 
 pytestmark = pytest.mark.integration
@@ -41,38 +36,19 @@ SETUP_CALLS = 12
 RETRIES = Config(retries={"max_attempts": 1, "mode": "standard"})
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def moto_endpoint() -> Iterator[str]:
-    port = _free_port()
-    env = {**os.environ, "INITIAL_NO_AUTH_ACTION_COUNT": str(SETUP_CALLS)}
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
+def moto_endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    # The controller's own moto: on a port reserved for it until it listens, so a test running
+    # beside this one cannot take the port between its choice and moto's bind.
+    server = MotoServer(tmp_path_factory.mktemp("moto"), no_auth_requests=SETUP_CALLS)
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                # The moto-api path does not count as an action.
-                urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    pytest.fail(f"moto_server did not start on {endpoint}")
-                time.sleep(0.1)
-        yield endpoint
+        server.wait_ready()
+        yield server.endpoint_url
     finally:
-        server.terminate()
-        server.wait(timeout=10)
+        process = server.detach()
+        if process is not None:
+            process.terminate()
+            process.wait(timeout=10)
 
 
 def _client(service: str, endpoint: str, **credentials: str) -> Any:

@@ -14,6 +14,8 @@ from app.core.repo import REPO_ROOT
 from tests.support.fake_kube import FakeCluster, serving
 from tests.support.guests import NODE, SANDBOX
 
+pytestmark = pytest.mark.integration
+
 NS = "analyst-ns"
 NODE_NAME = "ip-10-0-3-17.us-west-2.compute.internal"
 OTHER_NODE = "ip-10-0-9-80.us-west-2.compute.internal"

@@ -12,6 +12,8 @@ import pytest
 
 from app.core.repo import REPO_ROOT
 
+pytestmark = pytest.mark.integration
+
 TIMEOUT_SECONDS = 600
 
 

@@ -172,14 +172,33 @@ def _state(pid: str) -> str:
     return stat.rpartition(")")[2].split()[0]
 
 
+def _killed(pid: str) -> bool:
+    """Whether SIGKILL is pending for the process: it will run no more of its own code.
+
+    A sandbox's inner bwrap (its PID namespace's first process) is sent SIGKILL by the kernel
+    when the outer bwrap the controller kills and reaps dies (--die-with-parent); on a loaded
+    machine it may not have been scheduled to die yet when the controller's stop ends."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return True
+    pending = [
+        line.split()[1] for line in status.splitlines() if line[:7] in ("SigPnd:", "ShdPnd:")
+    ]
+    return any(int(mask, 16) & (1 << (signal.SIGKILL - 1)) for mask in pending)
+
+
 def processes_of(work: Path) -> list[str]:
-    """Live processes (zombies excluded: they are dead, only not yet reaped) that mention
-    ``work`` in their command line, working directory or environment."""
+    """Live processes that mention ``work`` in their command line, working directory or
+    environment; zombies are dead, only not yet reaped, and a process with SIGKILL pending is
+    dead, only not yet scheduled: neither is counted."""
     marker = str(work).encode()
     found = []
     for entry in Path("/proc").iterdir():
         pid = entry.name
         if not pid.isdigit() or int(pid) == os.getpid() or _state(pid) in ("Z", "gone"):
+            continue
+        if _killed(pid):
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes()

@@ -1,18 +1,24 @@
 """Runs the Pulumi program under the mock engine in a subprocess and gives tests its records.
 
-Pulumi's Python runtime is process-global state, so each stack config runs in its own
-interpreter (`python -m tests.support.engine`), once per test session, and comes back as JSON.
+Pulumi's Python runtime is process-global state, so each stack config runs in a process of
+its own (`python -m tests.support.engine`), once per test process, and comes back as JSON: a
+child forked from a warm interpreter that holds the SDK and providers imported
+(engine_server.py), which spares each run the second of imports a new interpreter spends.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import select
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SECRET = {"__secret__": True}
@@ -64,16 +70,72 @@ class Failure:
     stderr: str
 
 
+class _EngineServer:
+    """This process's warm interpreter (tests.support.engine_server), started at its first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[str] | None = None
+
+    def _started(self) -> subprocess.Popen[str]:
+        if self._process is None or self._process.poll() is not None:
+            self._process = subprocess.Popen(
+                [sys.executable, "-m", "tests.support.engine_server"],
+                cwd=REPO_ROOT,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                text=True,
+                start_new_session=True,
+            )
+        return self._process
+
+    def run(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        with self._lock, tempfile.TemporaryDirectory(prefix="engine-run-") as folder:
+            out, err = Path(folder, "stdout"), Path(folder, "stderr")
+            process = self._started()
+            stdin, stdout = _pipe(process.stdin), _pipe(process.stdout)
+            request = {"argv": argv, "stdout": str(out), "stderr": str(err)}
+            stdin.write(json.dumps(request) + "\n")
+            stdin.flush()
+            ready, _, _ = select.select([stdout], [], [], timeout)
+            line = stdout.readline() if ready else ""
+            if not line:
+                self.stop()
+                raise subprocess.TimeoutExpired(argv, timeout)
+            returncode = int(json.loads(line)["returncode"])
+            return subprocess.CompletedProcess(
+                argv, returncode, out.read_text(encoding="utf-8"), err.read_text(encoding="utf-8")
+            )
+
+    def stop(self) -> None:
+        if self._process is not None:
+            process, self._process = self._process, None
+            if process.poll() is None:
+                _pipe(process.stdin).close()
+                try:
+                    process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def _pipe(stream: IO[str] | None) -> IO[str]:
+    assert stream is not None, "the engine server was started with pipes"
+    return stream
+
+
+_SERVER = _EngineServer()
+atexit.register(_SERVER.stop)
+
+
 def _invoke(
     config_json: str, stack: str, preview: bool, world_json: str, organization: str
 ) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "tests.support.engine", "--config", config_json]
-    command += ["--stack", stack, "--world", world_json, "--organization", organization]
+    argv = ["--config", config_json, "--stack", stack, "--world", world_json]
+    argv += ["--organization", organization]
     if preview:
-        command.append("--preview")
-    return subprocess.run(
-        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
-    )
+        argv.append("--preview")
+    return _SERVER.run(argv, timeout=120)
 
 
 @cache
