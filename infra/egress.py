@@ -51,9 +51,10 @@ HTTPS: Final = 443
 DNS_PORT: Final = 53
 # The resolver is the service CIDR's address of this index (see the module's docstring).
 CLUSTER_DNS_INDEX: Final = 10
-# The Region's endpoints the controller calls: STS (its identity check) and Bedrock runtime
-# (the model turn); S3 by the bucket's own virtual-hosted name (infra/egress.bucket_host).
-AWS_SERVICES: Final = ("sts", "bedrock-runtime")
+# The Region's endpoints the controller calls: STS (its identity check), Bedrock runtime (the
+# model turn) and KMS (signing the run's statement with the stack's key); S3 by the bucket's own
+# virtual-hosted name (infra/egress.bucket_host).
+AWS_SERVICES: Final = ("sts", "bedrock-runtime", "kms")
 # What the Job tries and must fail to reach: an AWS endpoint of the same Region that no rule
 # names, and a public address outside AWS that answers on 443 from anywhere with internet egress
 # (Cloudflare's anycast resolver), so a policy without its default deny shows as a connection.

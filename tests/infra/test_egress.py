@@ -101,6 +101,7 @@ def test_the_analyst_pods_reach_dns_the_agent_aws_by_name_and_the_supplier_only(
                 "b.s3.eu-west-1.amazonaws.com",
                 "sts.eu-west-1.amazonaws.com",
                 "bedrock-runtime.eu-west-1.amazonaws.com",
+                "kms.eu-west-1.amazonaws.com",
             ]
         }
     ]

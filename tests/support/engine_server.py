@@ -94,10 +94,20 @@ def _hold(names: list[str]) -> None:
     """Imports the third-party modules a run used, in its order, so the next children find them
     loaded."""
     for name in names:
-        if name.split(".")[0] in OWN_PACKAGES or name in sys.modules:
+        if name.split(".")[0] in OWN_PACKAGES:
             continue
         try:
-            importlib.import_module(name)
+            parent = name.rpartition(".")[0]
+            if parent:
+                # NOTE: pulumi_kubernetes makes its subpackages lazy modules, whose __init__
+                # runs only when an attribute is read. Importing a submodule before that binds
+                # the submodule over the name the __init__ binds to a class of the same name
+                # (apiextensions.CustomResource). Reading any name but the introspection ones
+                # (__path__, __spec__, ...) runs the __init__ first, as the program's own
+                # attribute access does.
+                hasattr(importlib.import_module(parent), "_held_warm")
+            if name not in sys.modules:
+                importlib.import_module(name)
         except Exception:
             continue  # a warm-up: a module that cannot be imported here is the child's to import
 
