@@ -28,6 +28,7 @@ import pytest
 from app.core.run_tree import INTERPRETER, ToolIdentity
 from app.tools.seccomp import resolve_syscall
 from tests.integration.test_hostile_limits import the_stop
+from tests.support.attested_run import assert_failure_kept
 from tests.support.hostile import Step, run_hostile
 
 pytestmark = pytest.mark.integration
@@ -188,5 +189,6 @@ def test_metadata_changed_outside_the_filter_stops_the_run_naming_who_could(
         f"({evaluator} could have changed it); writer/out/check.txt: extended attributes "
         f"user.channel ({writer} could have changed it)) [business.outputs-unchanged]"
     ), fails[0]
-    # Stopped before the writer's work is read back, so before its draft is sent: no report.
-    assert not (work_base / "out").exists()
+    # Stopped before the writer's work is read back, so before its draft is sent: no report,
+    # only what a failed run keeps (its check list, its page and its signed statement).
+    assert_failure_kept(work_base / "out", "business.outputs-unchanged")

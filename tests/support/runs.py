@@ -28,6 +28,7 @@ from app.core.run_tree import (
     create_secrets_dir,
     write_secret_file,
 )
+from tests.support.attested_run import assert_failure_kept
 
 # The discard port on loopback: an address no test service listens on.
 NOTHING_LISTENS = HostPort("127.0.0.1", 9)
@@ -120,7 +121,8 @@ def captured() -> Iterator[io.StringIO]:
 def failing_check(layer: Layer, factory: LayerFactory, work_base: Path) -> CheckRecord:
     """Runs the sample case under ``factory``'s layer; returns the record of its one failed
     check, and checks that its FAIL line is the last check line, that it names the check's id,
-    and that no report was left behind."""
+    and that the run kept only what a failed run keeps: its check list, a page leading with the
+    failed check, and its signed statement, which `verify` refuses."""
     out = work_base / "out"
     with captured() as stream, pytest.raises(CheckFailed) as failed:
         run_case(
@@ -135,5 +137,5 @@ def failing_check(layer: Layer, factory: LayerFactory, work_base: Path) -> Check
     assert len(fails) == 1, fails
     assert fails[0] == lines[-1], "checks went on after a FAIL"
     assert fails[0].endswith(f"[{failed.value.check_id}]"), "the FAIL line names its check"
-    assert not out.exists(), "a failed run left a report behind"
+    assert_failure_kept(out, failed.value.check_id)
     return failed.value.record
