@@ -49,6 +49,7 @@ from app.controller.report_templates import ReportTemplates
 from app.controller.secret_scan import write_scanned
 from app.controller.services.processes import ServiceFailed
 from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
+from app.controller.signing_key import local_key_needles
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
 from app.controller.timing import PhaseClock
@@ -503,6 +504,7 @@ def _opening(run: Run, mode: RunMode, guest: GuestReadings) -> None:
 
 
 def _secrets(services: Services, layer: ConfinementLayer) -> dict[str, bytes]:
-    """What no file of the run may hold: the real key, and what the layer derived from it."""
+    """What no file of the run may hold: the real key, what the layer derived from it, and this
+    installation's signing key."""
     key = services.supplier_key
-    return {"the supplier key": key} | layer.secrets_to_scan(key)
+    return {"the supplier key": key} | layer.secrets_to_scan(key) | local_key_needles()

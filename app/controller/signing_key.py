@@ -82,6 +82,35 @@ def local_public_key(path: Path | None = None) -> SSlibKey:
     return CryptoSigner(_load_private(path)).public_key
 
 
+def local_key_needles() -> dict[str, bytes]:
+    """What a run's files are scanned for so this installation's private key never reaches
+    them: its PEM body and its raw bytes. Empty where the run signs with KMS (the private half
+    never leaves it) or before the key is first made: one made by this run's signing, after
+    every tool has ended, was never where a tool or a document could take it."""
+    if kms_key() is not None:
+        return {}
+    path = local_key_path()
+    if not os.path.lexists(path):
+        return {}
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+    )
+
+    private = _load_private(path)
+    pem = private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
+    body = b"".join(line for line in pem.splitlines() if not line.startswith(b"-----"))
+    needles = {"the signing key (PEM)": body}
+    try:
+        needles["the signing key (raw)"] = private.private_bytes(
+            Encoding.Raw, PrivateFormat.Raw, NoEncryption()
+        )
+    except ValueError:
+        pass  # a key given by ANALYST_SIGNING_KEY that has no raw form (RSA, ECDSA)
+    return needles
+
+
 def _make(path: Path) -> None:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
     from cryptography.hazmat.primitives.serialization import (

@@ -15,7 +15,8 @@ import pytest
 from securesystemslib.signer import CryptoSigner
 
 from app.controller import cli
-from app.controller.signing_key import local_public_key, local_signer
+from app.controller.secret_scan import KeyLeak, scan_documents
+from app.controller.signing_key import local_key_needles, local_public_key, local_signer
 from app.core.errors import RunStopped
 from app.core.repo import POLICIES_DIR
 from app.report.attestation import key_from_pem, public_key_pem, read_attestation
@@ -260,3 +261,22 @@ def test_the_run_signs_with_kms_in_the_cluster_and_its_own_key_elsewhere(
     assert kms_key() is None
     monkeypatch.setenv(KMS_KEY_VARIABLE, "arn:aws:kms:us-west-2:123456789012:key/x")
     assert kms_key() == "arn:aws:kms:us-west-2:123456789012:key/x"
+
+
+def test_the_installation_key_is_among_what_a_runs_files_are_scanned_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "config" / "key.pem"
+    monkeypatch.setenv("ANALYST_SIGNING_KEY", str(path))
+    monkeypatch.delenv("ANALYST_SIGNING_KMS_KEY", raising=False)
+    assert local_key_needles() == {}, "no key made yet: nothing of it can be in a file"
+    local_signer(path)
+    needles = local_key_needles()
+    assert set(needles) == {"the signing key (PEM)", "the signing key (raw)"}
+    assert len(needles["the signing key (raw)"]) == 32  # an Ed25519 private key
+    pem = path.read_bytes()
+    with pytest.raises(KeyLeak, match=r"the signing key \(PEM\) in notes.txt"):
+        scan_documents({"notes.txt": b"x" + pem + b"y", "clean.json": b"{}"}, needles)
+    scan_documents({"clean.json": b"{}"}, needles)  # the control: a file without it passes
+    monkeypatch.setenv("ANALYST_SIGNING_KMS_KEY", "alias/analyst-signing")
+    assert local_key_needles() == {}, "a run that signs with KMS holds no private key"
