@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
+from app.core import waiting
+
 T = TypeVar("T")
 
 _CLONE_FS: Final = 0x00000200
@@ -97,7 +99,7 @@ class DecoyView:
 
         maker = threading.Thread(target=make, name="tool-view")
         maker.start()
-        maker.join()
+        waiting.join(maker)
         if failed:
             os.close(host)
             raise failed[0]
@@ -143,7 +145,7 @@ class DecoyView:
                     os.close(ended)
 
         threading.Thread(target=made, name="tool-held", daemon=True).start()
-        ready.wait()
+        waiting.wait(ready)
         if failed:
             raise failed[0]
         return started[0]
