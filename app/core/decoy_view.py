@@ -130,15 +130,24 @@ class DecoyView:
         ready = threading.Event()
 
         def made() -> None:
+            ended = None
             try:
                 self.enter_for_good()
-                started.append(start())
+                process = start()
+                try:
+                    # Opened before the caller has the process: it may kill and reap it at
+                    # once (a stop), and a pid opened after that is no process, or another's.
+                    ended = os.pidfd_open(process.pid)
+                except BaseException:
+                    process.kill()
+                    process.wait()
+                    raise
+                started.append(process)
             except BaseException as error:  # handed to the caller's thread below
                 failed.append(error)
             finally:
                 ready.set()
-            if started:
-                ended = os.pidfd_open(started[0].pid)
+            if ended is not None:
                 try:
                     select.select([ended], [], [])
                 finally:
