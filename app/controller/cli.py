@@ -30,6 +30,7 @@ from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.tools import policy_breaks
+from app.tools.execution import TOOL_PROCESSES
 
 
 class _Version(argparse.Action):
@@ -494,7 +495,9 @@ def main(argv: list[str] | None = None) -> int:
                 # --help prints, then exits 0: a help that could not be written is no success.
                 sys.stdout.flush()
                 raise
-            with stop_on_signals():
+            # A stop kills every tool process still running and starts no other: a check made
+            # at once with others goes on in its thread while the main thread unwinds.
+            with stop_on_signals(TOOL_PROCESSES.stop):
                 code = _commands(args)
             # Said here, so that output a reader could not take is this command's failure.
             sys.stdout.flush()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import FrameType
 
@@ -24,6 +24,8 @@ LOADING, RUNNING, ENDED = "loading", "running", "ended"
 _phase = LOADING
 # The stop the first signal raised, kept: the clean-up it starts may raise on its way out.
 _received: Stopped | None = None
+# What the command's block asked to be done the moment a signal stops it, before it unwinds.
+_on_stop: tuple[Callable[[], object], ...] = ()
 
 
 class Stopped(BaseException):
@@ -62,6 +64,8 @@ def _stop(signum: int, frame: FrameType | None) -> None:
     for each in STOP_SIGNALS:
         signal.signal(each, signal.SIG_IGN)
     _received = Stopped(signum, _phase)
+    for hook in _on_stop:
+        hook()
     raise _received
 
 
@@ -77,8 +81,10 @@ def _stop_received() -> Stopped | None:
 
 
 @contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """The command's block: a stop signal raises Stopped, which says the run was cut short.
+def stop_on_signals(*on_stop: Callable[[], object]) -> Iterator[None]:
+    """The command's block: a stop signal calls ``on_stop`` (what must not wait for the main
+    thread to unwind: other threads go on meanwhile), then raises Stopped, which says the run
+    was cut short.
     The previous handlers come back after (the entry point's own, whose Stopped then says the
     command had ended; or, in a test's process, the test runner's), unless a signal ended the
     block: later signals stay ignored while its one line is printed.
@@ -86,9 +92,9 @@ def stop_on_signals() -> Iterator[None]:
     A stop is what ends the block even when the clean-up it set going raised an error of its
     own on the way out (a helper or a service the same signal ended, a tool cut off): that
     error is the stop's consequence, not a second fault, and the one line is the stop's."""
-    global _phase, _received
+    global _phase, _received, _on_stop
     previous = {each: signal.getsignal(each) for each in STOP_SIGNALS}
-    _phase, _received = RUNNING, None
+    _phase, _received, _on_stop = RUNNING, None, on_stop
     for each in STOP_SIGNALS:
         signal.signal(each, _stop)
     stopped = False
@@ -104,7 +110,7 @@ def stop_on_signals() -> Iterator[None]:
         stopped = True
         raise received from error
     finally:
-        _phase = ENDED
+        _phase, _on_stop = ENDED, ()
         if not stopped:
             for each, handler in previous.items():
                 signal.signal(each, handler)

@@ -56,3 +56,19 @@ def test_an_error_with_no_stop_is_the_blocks_own() -> None:
     with pytest.raises(HelperLost), stop_on_signals():
         raise HelperLost("the proxy host did not answer: it has ended")
     assert issubclass(HelperLost, AnalystError)
+
+
+@pytest.mark.usefixtures("handlers_kept")
+def test_a_stop_calls_what_the_block_asked_before_it_unwinds() -> None:
+    """Other threads go on while the main thread unwinds: what must stop at once (the tool
+    processes) is done by the handler itself, before any clean-up of the block runs."""
+    seen: list[str] = []
+    with pytest.raises(Stopped), stop_on_signals(lambda: seen.append("on stop")):
+        try:
+            _signalled(signal.SIGTERM)
+        finally:
+            seen.append("clean-up")
+    assert seen == ["on stop", "clean-up"]
+    with stop_on_signals(lambda: seen.append("again")):
+        pass
+    assert seen == ["on stop", "clean-up"]  # the control: no signal, not called
