@@ -20,6 +20,7 @@ from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
+from app.controller.orphans import end_orphans
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, say, stop_on_signals
 from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
@@ -503,6 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             sys.stdout.flush()
             return code
         except Stopped as stopped:
+            end_orphans()
             say(stopped.line())
             return stopped.exit_code
         except AnalystError as error:
