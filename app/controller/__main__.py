@@ -15,6 +15,11 @@ try:
     # the tools at the controller's own uid (app/controller/undumpable.py).
     make_undumpable()
 
+    from app.controller.orphans import adopt_orphans
+
+    # Before any process starts: a sandbox a stop orphans is the controller's to end.
+    adopt_orphans()
+
     import datetime  # noqa: F401 (loaded for pydantic_core, below)
     import gc
 

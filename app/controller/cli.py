@@ -20,6 +20,7 @@ from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
+from app.controller.orphans import end_orphans
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.signals import Stopped, say, stop_on_signals
 from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
@@ -30,6 +31,7 @@ from app.core.escaping import escaped
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.tools import policy_breaks
+from app.tools.execution import TOOL_PROCESSES
 
 
 class _Version(argparse.Action):
@@ -494,12 +496,15 @@ def main(argv: list[str] | None = None) -> int:
                 # --help prints, then exits 0: a help that could not be written is no success.
                 sys.stdout.flush()
                 raise
-            with stop_on_signals():
+            # A stop kills every tool process still running and starts no other: a check made
+            # at once with others goes on in its thread while the main thread unwinds.
+            with stop_on_signals(TOOL_PROCESSES.stop):
                 code = _commands(args)
             # Said here, so that output a reader could not take is this command's failure.
             sys.stdout.flush()
             return code
         except Stopped as stopped:
+            end_orphans()
             say(stopped.line())
             return stopped.exit_code
         except AnalystError as error:

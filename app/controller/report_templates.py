@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 import time
 
+from app.core import waiting
+
 
 class ReportTemplates:
     """Started at once; ``wait`` before the first render (it re-raises what the thread raised)."""
@@ -37,7 +39,7 @@ class ReportTemplates:
             self.cpu_ms = (time.thread_time() - cpu) * 1000
 
     def wait(self) -> None:
-        self._thread.join()
+        waiting.join(self._thread)
         if self._error is not None:
             raise self._error
 

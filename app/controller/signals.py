@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from types import FrameType
 
@@ -22,6 +22,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 LOADING, RUNNING, ENDED = "loading", "running", "ended"
 _phase = LOADING
+# The stop the first signal raised, kept: the clean-up it starts may raise on its way out.
+_received: Stopped | None = None
+# What the command's block asked to be done the moment a signal stops it, before it unwinds.
+_on_stop: tuple[Callable[[], object], ...] = ()
 
 
 class Stopped(BaseException):
@@ -56,9 +60,13 @@ def say(line: str) -> None:
 def _stop(signum: int, frame: FrameType | None) -> None:
     # The first signal stops the program; later ones (a second Ctrl-C) are ignored from here
     # on, so that the clean-up the first one started is not itself cut short.
+    global _received
     for each in STOP_SIGNALS:
         signal.signal(each, signal.SIG_IGN)
-    raise Stopped(signum, _phase)
+    _received = Stopped(signum, _phase)
+    for hook in _on_stop:
+        hook()
+    raise _received
 
 
 def stop_signals_from_here() -> None:
@@ -67,15 +75,26 @@ def stop_signals_from_here() -> None:
         signal.signal(each, _stop)
 
 
+def _stop_received() -> Stopped | None:
+    """The stop a signal raised since the command's block began, if one did."""
+    return _received
+
+
 @contextmanager
-def stop_on_signals() -> Iterator[None]:
-    """The command's block: a stop signal raises Stopped, which says the run was cut short.
+def stop_on_signals(*on_stop: Callable[[], object]) -> Iterator[None]:
+    """The command's block: a stop signal calls ``on_stop`` (what must not wait for the main
+    thread to unwind: other threads go on meanwhile), then raises Stopped, which says the run
+    was cut short.
     The previous handlers come back after (the entry point's own, whose Stopped then says the
     command had ended; or, in a test's process, the test runner's), unless a signal ended the
-    block: later signals stay ignored while its one line is printed."""
-    global _phase
+    block: later signals stay ignored while its one line is printed.
+
+    A stop is what ends the block even when the clean-up it set going raised an error of its
+    own on the way out (a helper or a service the same signal ended, a tool cut off): that
+    error is the stop's consequence, not a second fault, and the one line is the stop's."""
+    global _phase, _received, _on_stop
     previous = {each: signal.getsignal(each) for each in STOP_SIGNALS}
-    _phase = RUNNING
+    _phase, _received, _on_stop = RUNNING, None, on_stop
     for each in STOP_SIGNALS:
         signal.signal(each, _stop)
     stopped = False
@@ -84,8 +103,14 @@ def stop_on_signals() -> Iterator[None]:
     except Stopped:
         stopped = True
         raise
+    except BaseException as error:
+        received = _stop_received()
+        if received is None:
+            raise
+        stopped = True
+        raise received from error
     finally:
-        _phase = ENDED
+        _phase, _on_stop = ENDED, ()
         if not stopped:
             for each, handler in previous.items():
                 signal.signal(each, handler)

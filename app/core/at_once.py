@@ -4,11 +4,11 @@ A local case spends most of its wall time waiting for tool processes to start an
 two per core the machine is kept busy instead. CheckLog.at_once makes whole checks this way;
 ``results_at_once`` serves a check whose one judgement reads several tool calls.
 
-The calls run in daemon threads, and the caller waits in ``Thread.join``, which a signal
-interrupts: a stop signal (app/controller/signals.py) unwinds the caller at once, as it would
-a call made in its own thread, and no call not yet begun is begun after it. A call already
-running goes on in its thread until its tool ends or the process exits, as a nono call's
-channel thread does (app/tools/nono/channel.py).
+The calls run in daemon threads, and the caller waits for them in short slices
+(app/core/waiting.py): a stop signal (app/controller/signals.py) unwinds the caller within one,
+as it would a call made in its own thread, and no call not yet begun is begun after it. A call
+already running goes on in its thread until its tool ends or the process exits, as a nono
+call's channel thread does (app/tools/nono/channel.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, Generic, TypeVar
+
+from app.core.waiting import join
 
 K = TypeVar("K")
 T = TypeVar("T")
@@ -69,7 +71,7 @@ def ends_at_once(calls: Sequence[Callable[[], T]]) -> list[Ended[T]]:
         thread.start()
     try:
         for thread in threads:
-            thread.join()
+            join(thread)
     except BaseException:
         stopping.set()
         raise

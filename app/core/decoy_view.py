@@ -32,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
+from app.core import waiting
+
 T = TypeVar("T")
 
 _CLONE_FS: Final = 0x00000200
@@ -97,7 +99,7 @@ class DecoyView:
 
         maker = threading.Thread(target=make, name="tool-view")
         maker.start()
-        maker.join()
+        waiting.join(maker)
         if failed:
             os.close(host)
             raise failed[0]
@@ -128,22 +130,31 @@ class DecoyView:
         ready = threading.Event()
 
         def made() -> None:
+            ended = None
             try:
                 self.enter_for_good()
-                started.append(start())
+                process = start()
+                try:
+                    # Opened before the caller has the process: it may kill and reap it at
+                    # once (a stop), and a pid opened after that is no process, or another's.
+                    ended = os.pidfd_open(process.pid)
+                except BaseException:
+                    process.kill()
+                    process.wait()
+                    raise
+                started.append(process)
             except BaseException as error:  # handed to the caller's thread below
                 failed.append(error)
             finally:
                 ready.set()
-            if started:
-                ended = os.pidfd_open(started[0].pid)
+            if ended is not None:
                 try:
                     select.select([ended], [], [])
                 finally:
                     os.close(ended)
 
         threading.Thread(target=made, name="tool-held", daemon=True).start()
-        ready.wait()
+        waiting.wait(ready)
         if failed:
             raise failed[0]
         return started[0]

@@ -14,6 +14,7 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -46,6 +47,56 @@ class ToolStarts:
 
 
 TOOL_STARTS: Final = ToolStarts()
+
+
+class ToolProcesses:
+    """Every tool process this controller started and has not reaped, and the gate that stops
+    any more from starting once the program is stopping.
+
+    A stop signal unwinds the controller's main thread, but a check made at once with others
+    goes on in its own thread: one that started its next tool after the stop began could fork
+    bwrap as the controller exited, before bwrap had asked to die with its parent, and that
+    sandbox then outlived the run whose tree was being removed. ``stop`` (the stop signal's
+    handler calls it) closes the gate and kills each tool process still running; one whose
+    start was under way is killed by its starter as the start returns."""
+
+    def __init__(self) -> None:
+        # Re-entrant: the stop runs in the main thread, which may itself be inside ``started``.
+        self._lock = threading.RLock()
+        self._stopping = False
+        # Weak: a process that was waited for and dropped leaves by itself; kill() on one
+        # already reaped does nothing.
+        self._live: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
+
+    def started(
+        self, start: Callable[[], subprocess.Popen[bytes]], who: str
+    ) -> subprocess.Popen[bytes]:
+        """``start``'s process, kept for ``stop``; ToolStartFailed once the program stops."""
+        with self._lock:
+            if self.stopping():
+                raise ToolStartFailed(f"{who} was not started: the program is stopping")
+        process = start()
+        with self._lock:
+            self._live.add(process)
+            stopped_meanwhile = self.stopping()
+        if stopped_meanwhile:
+            process.kill()
+        return process
+
+    def stopping(self) -> bool:
+        """Whether ``stop`` was called."""
+        return self._stopping
+
+    def stop(self) -> None:
+        """No tool process starts from now on, and none still running goes on."""
+        with self._lock:
+            self._stopping = True
+            live = list(self._live)
+        for process in live:
+            process.kill()
+
+
+TOOL_PROCESSES: Final = ToolProcesses()
 
 
 class UnreapedToolCpu:
@@ -197,7 +248,8 @@ def spawn_as_tool(
             )
         )
     TOOL_STARTS.add()
-    try:
+
+    def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             list(argv),
             executable=executable,
@@ -209,6 +261,9 @@ def spawn_as_tool(
             cwd="/",
             **tool.process_identity(),
         )
+
+    try:
+        return TOOL_PROCESSES.started(start, who)
     except OSError as error:
         raise ToolStartFailed(f"{who} could not start: {error}") from error
 

@@ -124,3 +124,39 @@ def test_the_run_tree_is_removed_while_the_view_holds_its_mount(paths: RunPaths)
         assert not paths.top.exists()
     finally:
         view.close()
+
+
+def test_a_process_its_caller_kills_and_reaps_at_once_leaves_no_error_behind(
+    paths: RunPaths, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stop kills and reaps a tool process as soon as its caller has it. The thread holding
+    it in the view opened its pidfd only after handing it over: made to look just after the
+    reap, it found no such process and its traceback ('Exception in thread tool-held') was a
+    second line on the stopped controller's standard error."""
+    reaped = threading.Event()
+    real_pidfd_open = os.pidfd_open
+
+    def pidfd_open_late(pid: int, flags: int = 0) -> int:
+        reaped.wait(2)  # after the caller's reap, if the pidfd is opened after the handover
+        return real_pidfd_open(pid, flags)
+
+    errors: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", errors.append)
+    monkeypatch.setattr(os, "pidfd_open", pidfd_open_late)
+    view = DecoyView.create(paths.secrets, paths.decoys)
+    try:
+        process = view.start_in_view(
+            partial(subprocess.Popen, ["/usr/bin/sleep", "60"], cwd="/", **TOOL.process_identity())
+        )
+        process.kill()
+        process.wait()
+        reaped.set()
+        deadline = threading.Event()
+        for _ in range(50):
+            if not any(t.name == "tool-held" for t in threading.enumerate()):
+                break
+            deadline.wait(0.1)
+    finally:
+        view.close()
+    assert [(e.exc_type, str(e.exc_value)) for e in errors] == []
+    assert not any(t.name == "tool-held" for t in threading.enumerate())

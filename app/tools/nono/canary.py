@@ -12,6 +12,8 @@ import socket
 import threading
 from typing import Final
 
+from app.core import waiting
+
 ANSWER: Final = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ncanary\n"
 READ_SECONDS: Final = 1.0
 
@@ -51,7 +53,7 @@ class Canary:
 
     def __exit__(self, *exc_info: object) -> None:
         self._stopping.set()
-        self._thread.join()
+        waiting.join(self._thread)
         # A connection still waiting to be accepted counts too: the kernel completed it.
         self._listener.setblocking(False)
         try:

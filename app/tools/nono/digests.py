@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 
+from app.core import waiting
 from app.tools.worker.credentials import DIGEST_ITERATIONS
 
 
@@ -28,7 +29,7 @@ class CredentialDigests:
 
     def digest(self, secret: bytes) -> str:
         """The secret's digest, computing it if no one has yet (or waiting for it)."""
-        return self._future(secret).result()
+        return waiting.result(self._future(secret))
 
     def start(self, secrets_: Iterable[bytes]) -> None:
         """Starts computing these digests in threads of their own and returns at once. A

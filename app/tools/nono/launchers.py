@@ -32,6 +32,7 @@ from typing import Any, Final
 
 import nono_py
 
+from app.core import waiting
 from app.core.decoy_view import DecoyView
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
@@ -182,7 +183,7 @@ class LaunchProcesses:
 
     def _take(self) -> _LaunchProcess:
         self.start()
-        taken = self._idle.get()
+        taken = waiting.take(self._idle)
         if isinstance(taken, LaunchFailed):
             self._idle.put(taken)  # for every other call waiting: none will start now
             raise taken
@@ -325,7 +326,7 @@ class LaunchProcesses:
         if thread is None:
             return
         self._wanted.put(None)
-        thread.join()
+        waiting.join(thread)
         with self._lock:
             launchers, self._all = self._all, []
         for launcher in launchers:
