@@ -11,6 +11,7 @@ refused with the fix, never used.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
 from dataclasses import dataclass
@@ -102,12 +103,11 @@ def local_key_needles() -> dict[str, bytes]:
     pem = private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())
     body = b"".join(line for line in pem.splitlines() if not line.startswith(b"-----"))
     needles = {"the signing key (PEM)": body}
-    try:
+    # A key given by ANALYST_SIGNING_KEY may have no raw form (RSA, ECDSA): its PEM body alone.
+    with contextlib.suppress(ValueError):
         needles["the signing key (raw)"] = private.private_bytes(
             Encoding.Raw, PrivateFormat.Raw, NoEncryption()
         )
-    except ValueError:
-        pass  # a key given by ANALYST_SIGNING_KEY that has no raw form (RSA, ECDSA)
     return needles
 
 
