@@ -21,6 +21,7 @@ from app.tools.seccomp import (
     resolve_syscall,
     rules_of,
 )
+from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
 
 AUDIT_ARCH_RISCV64 = 0xC00000F3
 
@@ -76,3 +77,21 @@ def test_the_new_groups_render_as_elements_with_their_argument_tests() -> None:
 def test_a_group_left_out_is_a_known_one() -> None:
     with pytest.raises(ValueError, match="no rule group"):
         seccomp.baseline_filter(frozenset({"no-such-group"}))
+
+
+@pytest.mark.parametrize(
+    ("element", "probed"),
+    [
+        ("other-processes", PROCESS_CALLS),
+        ("file-metadata", METADATA_CALLS),
+        ("watches", WATCH_CALLS),
+    ],
+)
+def test_each_new_group_refuses_exactly_the_calls_the_tools_probe(
+    element: str, probed: tuple[str, ...]
+) -> None:
+    """The policy names its calls itself (a reviewer reads them in seccomp.py) and the worker,
+    which imports nothing of the app, keeps its own list of what it tries: the two must agree,
+    or a refused call would go unwatched, or a probe would try a call no rule names."""
+    (group,) = [group for group in BASELINE if group.element == element]
+    assert {rule.syscall for rule in group.rules} == set(probed), element
