@@ -294,6 +294,15 @@ def test_the_comparison_page_sets_each_check_and_attack_side_by_side(
     assert nono["attack_answers"]["roles"]["reader"]["host-file"] in host_file.text
     (attacks,) = find(dom, "table", id="attack-comparison")
     _assert_kinds_read_apart(find(inside(dom, attacks), None, data_kind=""))
+    # Each attack is named once, on its first probe's row; its other probes' rows leave it out.
+    named = [
+        cell.text.strip()
+        for cell in find(inside(dom, attacks), "td")
+        if cell.attrs.get("class") == "probe"
+    ]
+    groups = [attack["key"] for attack in bubblewrap["attacks"]]
+    assert [name for name in named if name] == groups
+    assert len(named) == sum(len(attack["probes"]) for attack in bubblewrap["attacks"])
     _assert_hostile_text_is_text(dom, HOSTILE_NAME)
 
 
