@@ -64,6 +64,7 @@ from app.core.files import json_bytes
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
+from app.tools.at_once import made_at_once
 from app.tools.layer import ConfinementLayer
 from app.tools.policy_breaks import PolicyBreak
 
@@ -251,6 +252,7 @@ def prepared_run(
                 on_section=clock.enter,
                 quiet=options.quiet,
                 before_fail=partial(_service_at_fault, services),
+                make_at_once=made_at_once,
             ),
             decoy_view=decoys,
             in_cluster=plan.mode.in_cluster,

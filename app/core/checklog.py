@@ -13,20 +13,21 @@ tool, a case or a supplier said: each claim, detail and reason is escaped (app/c
 before it is printed, kept for checks.json or carried by CheckFailed.
 
 ``at_once`` makes several checks at the same time and prints their lines as if they had been
-made one after another, in the order given: each still reads as one call and one judgement.
+made one after another, in the order given: each still reads as one call and one judgement. How
+they are made at the same time is the run's to say (``make_at_once``: the threads of
+app/tools/at_once.py); a log given none makes them in turn.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal, TextIO, TypeVar
+from typing import Literal, Protocol, TextIO, TypeVar
 
-from app.core.at_once import ends_at_once
 from app.core.catalogue import CatalogueError, Check, Claim, Fact, Section
 from app.core.errors import RunStopped
 from app.core.escaping import escaped
@@ -34,6 +35,17 @@ from app.core.escaping import escaped
 T = TypeVar("T")
 
 Outcome = Literal["PASS", "FAIL", "SKIP"]
+
+
+class MakesAtOnce(Protocol):
+    """Makes ``calls`` (which never raise) and returns their results in the order given."""
+
+    def __call__(self, calls: Sequence[Callable[[], T]], /) -> list[T]: ...
+
+
+def in_turn(calls: Sequence[Callable[[], T]], /) -> list[T]:
+    """The calls made one after another: a log's way when the run gives it no other."""
+    return [call() for call in calls]
 
 
 @dataclass(frozen=True)
@@ -77,6 +89,8 @@ class CheckLog:
     # Told each FAIL before it is printed (its claim and detail), and may raise instead: the
     # run stops there, without the line, when the fault is a service's rather than the check's.
     before_fail: Callable[[str], None] | None = None
+    # How at_once makes its checks at the same time.
+    make_at_once: MakesAtOnce = in_turn
     section: str = ""
     # The ids the current section will print, in order, and how many it has printed.
     planned: tuple[str, ...] = ()
@@ -224,18 +238,18 @@ class CheckLog:
         """Makes ``checks`` at the same time and prints their lines in the order given, as if
         each had been made after the one before it.
 
-        Each check runs in a thread of its own; what it would print is held until every check
-        before it has printed. The first check that stops (a FAIL, or any error) stops the
-        group there: its lines print up to its FAIL, the error is raised, and nothing of the
-        checks after it prints, as if they had never been made. The checks must not depend on
-        one another; inside one, a further ``at_once`` makes its checks in turn.
+        Each check runs in a thread of its own (as ``make_at_once`` makes them); what it would
+        print is held until every check before it has printed. The first check that stops (a
+        FAIL, or any error) stops the group there: its lines print up to its FAIL, the error is
+        raised, and nothing of the checks after it prints, as if they had never been made. The
+        checks must not depend on one another; inside one, a further ``at_once`` makes its
+        checks in turn.
         """
         if getattr(self._held, "lines", None) is not None:
             for check in checks:
                 check()
             return
-        for end in ends_at_once([partial(self._holding, check) for check in checks]):
-            lines, error = end.value()
+        for lines, error in self.make_at_once([partial(self._holding, check) for check in checks]):
             record = None
             for claim, outcome, detail in lines:
                 record = self._emit(claim, outcome, detail)

@@ -11,13 +11,13 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from pathlib import Path
 
-from app.core.at_once import results_at_once
 from app.core.files import read_regular
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import credential_variables
 from app.tools import catalogue as c
+from app.tools.at_once import results_at_once
 from app.tools.layer import ToolRunner
 from app.tools.secret_controls import SecretControls
 
