@@ -65,6 +65,7 @@ from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.at_once import made_at_once
+from app.tools.catalogue.order import run_sections
 from app.tools.layer import ConfinementLayer
 from app.tools.policy_breaks import PolicyBreak
 
@@ -415,6 +416,8 @@ def _phases(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -
     }
     layer.preflight()
     layer_checks = layer.checks()
+    # The catalogue states the order of the run's sections; the phases below are held to it.
+    run.checks.follow(run_sections(type(layer_checks), in_cluster=run.in_cluster))
 
     layer_checks.process()
     stored = identity_and_storage(run, services, prepared.folder)

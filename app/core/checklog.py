@@ -1,11 +1,13 @@
 """The check log: one PASS, FAIL or SKIP line per check, printed as it is reached.
 
-Each check is made under its stable id from the catalogue (app/core/catalogue.py), inside the
-section that plans it: ``begin`` names the section and learns the checks it will make in this
-run, in order; a check the section does not plan next is a CatalogueError, so the count a
-section announces is the count it prints. Every record keeps what was observed (``detail``),
-PASS or not, and its line shows it after the claim, in parentheses (a SKIP's reason after a
-dash); a FAIL line ends with the check's id, the name the accounting and the tests know it by.
+Each check is made under its stable id from the catalogue (app/tools/catalogue/, in the form of
+app/core/catalogue.py), inside the section that plans it: ``begin`` names the section and learns
+the checks it will make in this run, in order; a check the section does not plan next is a
+CatalogueError, so the count a section announces is the count it prints. A log told the run's
+order of sections (``follow``) refuses a section begun out of it the same way. Every record
+keeps what was observed (``detail``), PASS or not, and its line shows it after the claim, in
+parentheses (a SKIP's reason after a dash); a FAIL line ends with the check's id, the name the
+accounting and the tests know it by.
 
 A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and still exit 0.
 A SKIP names why it cannot run here and is never counted as passed. A claim may quote what a
@@ -96,6 +98,9 @@ class CheckLog:
     planned: tuple[str, ...] = ()
     made: int = 0
     _may_fail: frozenset[str] = frozenset()
+    # The run's sections by name, in order, once followed; and how many of them have begun.
+    _sections_due: tuple[str, ...] | None = None
+    _sections_begun: int = 0
     _header_due: bool = False
     # In a thread of at_once: the lines its check would print, kept for at_once to print.
     _held: threading.local = field(default_factory=threading.local)
@@ -106,6 +111,14 @@ class CheckLog:
         line names it and how many checks it makes."""
         self._not_held("begin")
         self._end_section()
+        if self._sections_due is not None:
+            due = self._sections_due[self._sections_begun : self._sections_begun + 1]
+            if due != (section.name,):
+                raise CatalogueError(
+                    f"section {section.name!r} began where the run's order has "
+                    f"{due[0] if due else 'nothing'!r}"
+                )
+            self._sections_begun += 1
         self.section = section.name
         self.planned = tuple(section.planned(facts))
         self._may_fail = frozenset(section.ids(facts))
@@ -124,6 +137,12 @@ class CheckLog:
             file=self.stream,
             flush=True,
         )
+
+    def follow(self, sections: Sequence[Section]) -> None:
+        """Holds the sections begun from here on to the order of ``sections``: the run's, as
+        the catalogue states it (app/tools/catalogue/order.py)."""
+        self._sections_due = tuple(section.name for section in sections)
+        self._sections_begun = 0
 
     @property
     def section_count(self) -> int:

@@ -7,10 +7,11 @@ thing and succeeds, so what refuses is the layer, not the file's mode or the uid
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 
+from app.core.catalogue import Section
 from app.core.files import read_regular
 from app.core.roles import ROLES, Role
 from app.core.run import Run
@@ -36,6 +37,21 @@ class CommonChecks:
         self.layer = layer
         self.checks = run.checks
         self.secrets = SecretControls(run, layer)
+
+    def files(self, section: Section, *, after_case: Sequence[Callable[[], None]] = ()) -> None:
+        """The files section (the catalogue's ``files()``), both layers': ``after_case`` are
+        the layer's own checks of it, made beside the others."""
+        self.checks.begin(section)
+        self.checks.at_once(
+            self.reads_staged_case,
+            *after_case,
+            self.reads_staged_proposals,
+            self.input_write_refused,
+            *self.hidden_file_checks(),
+            self.writer_file_read_back,
+        )
+        # After the others: its control creates a file in every role's output directory.
+        self.roles_keep_to_their_directories()
 
     # --- what the reader was given --------------------------------------------------------
 

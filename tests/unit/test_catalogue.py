@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from app.controller.catalogue import run_sections
 from app.core.catalogue import CatalogueError, Check, Section, each, unless, when
 from app.core.checklog import CheckFailed, CheckLog
 from app.tools.accounting import Watched
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap import render as bwrap_render
 from app.tools.bubblewrap.checks import BubblewrapChecks
+from app.tools.catalogue.order import run_sections
 from app.tools.layer import LayerChecks
 from app.tools.nono import accounting as nono_accounting
 from app.tools.nono import render as nono_render
