@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
@@ -276,6 +276,16 @@ class CheckLog:
                 raise CheckFailed(record) from None
             if error is not None:
                 raise error
+
+    def at_once_in_plan(self, makers: Mapping[str, Callable[[], object]]) -> None:
+        """Makes ``makers`` at the same time, as ``at_once`` does, each named by the id of the
+        first check it makes, in the order the current section plans those ids: the catalogue
+        states the order, and the code only which call makes which check."""
+        place = {made: index for index, made in enumerate(self.planned)}
+        unplanned = sorted(made for made in makers if made not in place)
+        if unplanned:
+            raise CatalogueError(f"section {self.section!r} plans no check {unplanned}")
+        self.at_once(*(makers[made] for made in sorted(makers, key=place.__getitem__)))
 
     def _holding(
         self, check: Callable[[], object]

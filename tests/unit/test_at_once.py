@@ -243,3 +243,19 @@ def test_a_log_given_no_way_of_its_own_makes_checks_at_once_in_turn() -> None:
     checks.at_once(*(lambda n=n: item(n) for n in range(6)))
     assert idents == {threading.get_ident()}
     assert len(checks.records) == 6
+
+
+def test_checks_named_by_id_are_made_at_once_in_the_order_their_section_plans() -> None:
+    checks, stream = _log()
+    makers = {
+        ITEM.id_for(n=str(n)): partial(checks.require, ITEM(n=str(n)), True) for n in (5, 3, 4)
+    }
+    makers.update(
+        {ITEM.id_for(n=str(n)): partial(checks.require, ITEM(n=str(n)), True) for n in (2, 0, 1)}
+    )
+    checks.at_once_in_plan(makers)
+    checks.close()
+    assert _lines(stream) == [f"PASS item {n} holds" for n in range(6)]
+    checks.begin(SECTION)
+    with pytest.raises(CatalogueError, match=r"section 'test' plans no check \['test\.9\.item'\]"):
+        checks.at_once_in_plan({"test.9.item": lambda: None})

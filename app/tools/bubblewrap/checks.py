@@ -50,7 +50,9 @@ class BubblewrapChecks(LayerChecks):
             self.checks,
             self.boundary_sections,
             {
-                c.FILES.name: partial(self.common.files, c.FILES, after_case=(self._same_file,)),
+                c.FILES.name: partial(
+                    self.common.files, c.FILES, own={c.SAME_FILE.id: self._same_file}
+                ),
                 c.PROCESS.name: self.kernel.check,
                 c.NETWORK.name: partial(check_network, self.run, self.layer),
                 ATTACKS_SECTION.name: self.attacks.check,
