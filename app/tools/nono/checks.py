@@ -151,7 +151,9 @@ class NonoChecks(LayerChecks):
             )
 
         # Each role's first start (which starts its own proxy, if it has one).
-        checks.at_once(*(partial(first_start, role) for role in ROLES))
+        checks.at_once_in_plan(
+            {c.STARTS.id_for(role=role): partial(first_start, role) for role in ROLES}
+        )
         self.common.no_credential_variables(names["reader"])
 
     # --- credentials --------------------------------------------------------------------------
@@ -185,7 +187,12 @@ class NonoChecks(LayerChecks):
             )
             seen[role] = digest
 
-        checks.at_once(*(partial(holds_placeholder, role) for role in online))
+        checks.at_once_in_plan(
+            {
+                c.HOLDS_CREDENTIAL.id_for(role=role): partial(holds_placeholder, role)
+                for role in online
+            }
+        )
         checks.require(
             c.DISTINCT_PLACEHOLDERS,
             seen["reader"] != seen["writer"],
@@ -234,11 +241,21 @@ class NonoChecks(LayerChecks):
                 detail=f"observed {offline.observed}",
             )
 
-        checks.at_once(
-            partial(self._connect_control, "aws", host, port, "the controller's AWS endpoint"),
-            partial(self._connect_refused, "aws", host, port, "the controller's AWS endpoint"),
-            online_socket,
-            offline_socket,
-            partial(self._connect_control, "supplier", *supplier, "the supplier API"),
-            partial(self._connect_refused, "supplier", *supplier, "the supplier API"),
+        targets = {
+            "aws": (host, port, "the controller's AWS endpoint"),
+            "supplier": (*supplier, "the supplier API"),
+        }
+        checks.at_once_in_plan(
+            {
+                c.SOCKET_CONTROL.id: online_socket,
+                c.NO_SOCKET.id: offline_socket,
+                **{
+                    made.id_for(target=target): partial(connect, target, *at)
+                    for target, at in targets.items()
+                    for made, connect in (
+                        (c.CONNECT_CONTROL, self._connect_control),
+                        (c.CONNECT_REFUSED, self._connect_refused),
+                    )
+                },
+            }
         )
