@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, TextIO
 
-from app.controller import catalogue as c
 from app.core import cluster_env as env
 from app.core.roles import ROLES, Layer
 from app.tools import catalogue as tools
+from app.tools.catalogue import controller as c
 from app.tools.inherited import over_inherited
 from infra.pod_specs import USERNS_SYSCTL
 

@@ -64,6 +64,8 @@ from app.core.files import json_bytes
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
+from app.tools.at_once import made_at_once
+from app.tools.catalogue.order import run_sections
 from app.tools.layer import ConfinementLayer
 from app.tools.policy_breaks import PolicyBreak
 
@@ -251,6 +253,7 @@ def prepared_run(
                 on_section=clock.enter,
                 quiet=options.quiet,
                 before_fail=partial(_service_at_fault, services),
+                make_at_once=made_at_once,
             ),
             decoy_view=decoys,
             in_cluster=plan.mode.in_cluster,
@@ -413,6 +416,8 @@ def _phases(prepared: PreparedRun, layer: ConfinementLayer, clock: PhaseClock) -
     }
     layer.preflight()
     layer_checks = layer.checks()
+    # The catalogue states the order of the run's sections; the phases below are held to it.
+    run.checks.follow(run_sections(type(layer_checks), in_cluster=run.in_cluster))
 
     layer_checks.process()
     stored = identity_and_storage(run, services, prepared.folder)

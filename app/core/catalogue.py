@@ -1,4 +1,5 @@
-"""The catalogue of checks: every check a run can make, by stable id, grouped into sections.
+"""The form of the catalogue of checks (app/tools/catalogue/, which declares every check a run
+can make): a check by stable id, checks grouped into sections.
 
 A check's id (``bubblewrap.namespaces.pid``, ``files.supplier-key.reader``) names it for good:
 the accounting of each policy element, the tests, the README's tables and the report refer to

@@ -1,11 +1,13 @@
 """The check log: one PASS, FAIL or SKIP line per check, printed as it is reached.
 
-Each check is made under its stable id from the catalogue (app/core/catalogue.py), inside the
-section that plans it: ``begin`` names the section and learns the checks it will make in this
-run, in order; a check the section does not plan next is a CatalogueError, so the count a
-section announces is the count it prints. Every record keeps what was observed (``detail``),
-PASS or not, and its line shows it after the claim, in parentheses (a SKIP's reason after a
-dash); a FAIL line ends with the check's id, the name the accounting and the tests know it by.
+Each check is made under its stable id from the catalogue (app/tools/catalogue/, in the form of
+app/core/catalogue.py), inside the section that plans it: ``begin`` names the section and learns
+the checks it will make in this run, in order; a check the section does not plan next is a
+CatalogueError, so the count a section announces is the count it prints. A log told the run's
+order of sections (``follow``) refuses a section begun out of it the same way. Every record
+keeps what was observed (``detail``), PASS or not, and its line shows it after the claim, in
+parentheses (a SKIP's reason after a dash); a FAIL line ends with the check's id, the name the
+accounting and the tests know it by.
 
 A FAIL stops the run (CheckFailed), so a run can never print a FAIL line and still exit 0.
 A SKIP names why it cannot run here and is never counted as passed. A claim may quote what a
@@ -13,20 +15,21 @@ tool, a case or a supplier said: each claim, detail and reason is escaped (app/c
 before it is printed, kept for checks.json or carried by CheckFailed.
 
 ``at_once`` makes several checks at the same time and prints their lines as if they had been
-made one after another, in the order given: each still reads as one call and one judgement.
+made one after another, in the order given: each still reads as one call and one judgement. How
+they are made at the same time is the run's to say (``make_at_once``: the threads of
+app/tools/at_once.py); a log given none makes them in turn.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Literal, TextIO, TypeVar
+from typing import Literal, Protocol, TextIO, TypeVar
 
-from app.core.at_once import ends_at_once
 from app.core.catalogue import CatalogueError, Check, Claim, Fact, Section
 from app.core.errors import RunStopped
 from app.core.escaping import escaped
@@ -34,6 +37,17 @@ from app.core.escaping import escaped
 T = TypeVar("T")
 
 Outcome = Literal["PASS", "FAIL", "SKIP"]
+
+
+class MakesAtOnce(Protocol):
+    """Makes ``calls`` (which never raise) and returns their results in the order given."""
+
+    def __call__(self, calls: Sequence[Callable[[], T]], /) -> list[T]: ...
+
+
+def in_turn(calls: Sequence[Callable[[], T]], /) -> list[T]:
+    """The calls made one after another: a log's way when the run gives it no other."""
+    return [call() for call in calls]
 
 
 @dataclass(frozen=True)
@@ -77,11 +91,16 @@ class CheckLog:
     # Told each FAIL before it is printed (its claim and detail), and may raise instead: the
     # run stops there, without the line, when the fault is a service's rather than the check's.
     before_fail: Callable[[str], None] | None = None
+    # How at_once makes its checks at the same time.
+    make_at_once: MakesAtOnce = in_turn
     section: str = ""
     # The ids the current section will print, in order, and how many it has printed.
     planned: tuple[str, ...] = ()
     made: int = 0
     _may_fail: frozenset[str] = frozenset()
+    # The run's sections by name, in order, once followed; and how many of them have begun.
+    _sections_due: tuple[str, ...] | None = None
+    _sections_begun: int = 0
     _header_due: bool = False
     # In a thread of at_once: the lines its check would print, kept for at_once to print.
     _held: threading.local = field(default_factory=threading.local)
@@ -92,6 +111,14 @@ class CheckLog:
         line names it and how many checks it makes."""
         self._not_held("begin")
         self._end_section()
+        if self._sections_due is not None:
+            due = self._sections_due[self._sections_begun : self._sections_begun + 1]
+            if due != (section.name,):
+                raise CatalogueError(
+                    f"section {section.name!r} began where the run's order has "
+                    f"{due[0] if due else 'nothing'!r}"
+                )
+            self._sections_begun += 1
         self.section = section.name
         self.planned = tuple(section.planned(facts))
         self._may_fail = frozenset(section.ids(facts))
@@ -110,6 +137,12 @@ class CheckLog:
             file=self.stream,
             flush=True,
         )
+
+    def follow(self, sections: Sequence[Section]) -> None:
+        """Holds the sections begun from here on to the order of ``sections``: the run's, as
+        the catalogue states it (app/tools/catalogue/order.py)."""
+        self._sections_due = tuple(section.name for section in sections)
+        self._sections_begun = 0
 
     @property
     def section_count(self) -> int:
@@ -224,18 +257,18 @@ class CheckLog:
         """Makes ``checks`` at the same time and prints their lines in the order given, as if
         each had been made after the one before it.
 
-        Each check runs in a thread of its own; what it would print is held until every check
-        before it has printed. The first check that stops (a FAIL, or any error) stops the
-        group there: its lines print up to its FAIL, the error is raised, and nothing of the
-        checks after it prints, as if they had never been made. The checks must not depend on
-        one another; inside one, a further ``at_once`` makes its checks in turn.
+        Each check runs in a thread of its own (as ``make_at_once`` makes them); what it would
+        print is held until every check before it has printed. The first check that stops (a
+        FAIL, or any error) stops the group there: its lines print up to its FAIL, the error is
+        raised, and nothing of the checks after it prints, as if they had never been made. The
+        checks must not depend on one another; inside one, a further ``at_once`` makes its
+        checks in turn.
         """
         if getattr(self._held, "lines", None) is not None:
             for check in checks:
                 check()
             return
-        for end in ends_at_once([partial(self._holding, check) for check in checks]):
-            lines, error = end.value()
+        for lines, error in self.make_at_once([partial(self._holding, check) for check in checks]):
             record = None
             for claim, outcome, detail in lines:
                 record = self._emit(claim, outcome, detail)
@@ -243,6 +276,16 @@ class CheckLog:
                 raise CheckFailed(record) from None
             if error is not None:
                 raise error
+
+    def at_once_in_plan(self, makers: Mapping[str, Callable[[], object]]) -> None:
+        """Makes ``makers`` at the same time, as ``at_once`` does, each named by the id of the
+        first check it makes, in the order the current section plans those ids: the catalogue
+        states the order, and the code only which call makes which check."""
+        place = {made: index for index, made in enumerate(self.planned)}
+        unplanned = sorted(made for made in makers if made not in place)
+        if unplanned:
+            raise CatalogueError(f"section {self.section!r} plans no check {unplanned}")
+        self.at_once(*(makers[made] for made in sorted(makers, key=place.__getitem__)))
 
     def _holding(
         self, check: Callable[[], object]

@@ -22,13 +22,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from app.core.at_once import results_at_once
 from app.core.results import listing
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import SEARCH_PATH
 from app.tools import catalogue as c
+from app.tools.at_once import results_at_once
 from app.tools.attacks import (
     ATTACKS,
     CONTROL_ANSWERS,

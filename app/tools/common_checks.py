@@ -7,17 +7,18 @@ thing and succeeds, so what refuses is the layer, not the file's mode or the uid
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
 
-from app.core.at_once import results_at_once
+from app.core.catalogue import Section
 from app.core.files import read_regular
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, OUTPUT_FILES, stage_file
 from app.core.secret_names import credential_variables
 from app.tools import catalogue as c
+from app.tools.at_once import results_at_once
 from app.tools.layer import ToolRunner
 from app.tools.secret_controls import SecretControls
 
@@ -36,6 +37,26 @@ class CommonChecks:
         self.layer = layer
         self.checks = run.checks
         self.secrets = SecretControls(run, layer)
+
+    def files(
+        self, section: Section, *, own: Mapping[str, Callable[[], None]] | None = None
+    ) -> None:
+        """The files section (the catalogue's ``files()``), both layers': ``own`` makes the
+        layer's own checks of it, each by its id, beside the others and in the catalogue's
+        place."""
+        self.checks.begin(section)
+        self.checks.at_once_in_plan(
+            {
+                c.READS_CASE.id: self.reads_staged_case,
+                c.READS_PROPOSALS.id: self.reads_staged_proposals,
+                c.INPUT_WRITE_CONTROL.id: self.input_write_refused,
+                **self.hidden_file_checks(),
+                c.WRITER_WRITES.id: self.writer_file_read_back,
+                **(own or {}),
+            }
+        )
+        # After the others: its control creates a file in every role's output directory.
+        self.roles_keep_to_their_directories()
 
     # --- what the reader was given --------------------------------------------------------
 
@@ -110,24 +131,23 @@ class CommonChecks:
             detail=f"{inside}: observed {refused.observed}",
         )
 
-    def hidden_file_checks(self) -> list[Callable[[], None]]:
+    def hidden_file_checks(self) -> dict[str, Callable[[], None]]:
         """Another role's file, the supplier key and the AWS credential: each open at the tool's
         uid without the layer, refused with the layer's exact errno to the reader and, for the
         AWS credential (the Pod Identity token in the cluster), to every role; then the real
-        secrets root's alone. The checks in the order they print, for CheckLog.at_once or to be
-        called in turn."""
+        secrets root's alone. Each check by its id, for CheckLog.at_once_in_plan."""
         run = self.run
-        return [
-            *(
-                check
-                for target, roles in c.HIDDEN_TARGETS
-                for check in (
-                    partial(self._hidden_control, target),
-                    *(partial(self._hidden_refused, target, role) for role in roles),
+        checks: dict[str, Callable[[], None]] = {}
+        for target, roles in c.HIDDEN_TARGETS:
+            checks[c.HIDDEN_CONTROL.id_for(target=target)] = partial(self._hidden_control, target)
+            for role in roles:
+                checks[c.HIDDEN.id_for(target=target, role=role)] = partial(
+                    self._hidden_refused, target, role
                 )
-            ),
-            partial(self.secrets.root_only, [run.supplier.key_file, run.aws_credential.path]),
-        ]
+        checks[c.SECRETS_ROOT_ONLY.id] = partial(
+            self.secrets.root_only, [run.supplier.key_file, run.aws_credential.path]
+        )
+        return checks
 
     def _hidden(self, target: str) -> tuple[str, Path]:
         """A hidden target's label and path."""

@@ -11,8 +11,8 @@ and hands the run its own checks. The run calls those checks as named steps:
   shown refused before it reaches the supplier (the correlation check then requires it);
 - ``submission``: the checks ``submit_draft`` makes, which stand in the run's business section.
 
-``process_sections`` and ``boundary_sections`` are the catalogue's sections (app/core/catalogue.py)
-the two steps begin, in order.
+``process_sections`` and ``boundary_sections`` are the sections the two steps make, in the
+catalogue's order (app/tools/catalogue/order.py).
 """
 
 from __future__ import annotations

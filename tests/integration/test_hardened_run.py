@@ -26,9 +26,9 @@ from pathlib import Path
 import pytest
 
 from app.core.roles import Layer
-from app.tools.bubblewrap.catalogue import UNPRIVILEGED_CONTROLLER
 from app.tools.bubblewrap.container_seccomp import container_seccomp_profile
 from app.tools.bubblewrap.render import COMMITTED_DIR, CONTAINER_SECCOMP_FILE
+from app.tools.catalogue.bubblewrap import UNPRIVILEGED_CONTROLLER
 from infra.pod_specs import APP_UID
 from infra.targets import RuntimeTarget
 from rehearsal.security import Privileges

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.at_once import AT_ONCE_WIDTH
+from app.tools.at_once import AT_ONCE_WIDTH
 from tests.support.faults import start_controller
 from tests.support.hostile import HostileRun, Step, run_hostile
 

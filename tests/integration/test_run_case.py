@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.catalogue import run_sections
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOptions, RunOutcome, run_case
 from app.controller.supplier_client import SupplierClient
@@ -26,6 +25,7 @@ from app.report.attestation import key_from_pem, read_attestation
 from app.report.statement import ATTESTATION_NAME, PUBLIC_KEY_NAME
 from app.report.verification import verify_run
 from app.tools.bubblewrap.checks import BubblewrapChecks
+from app.tools.catalogue.order import run_sections
 from app.tools.execution import TOOL_STARTS
 from app.tools.nono.checks import NonoChecks
 from tests.support.attested_run import assert_failure_kept

@@ -27,6 +27,7 @@ from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import create_run
+from app.tools.at_once import made_at_once
 from app.tools.layer import ConfinementLayer
 from tests.support.drafts import sample_draft
 
@@ -63,7 +64,7 @@ def fresh_run(shared: Shared, layer: Layer) -> Iterator[tuple[Run, io.StringIO]]
         run_id=paths.run_id,
         layer=layer,
         paths=paths,
-        checks=CheckLog(stream=stream),
+        checks=CheckLog(stream=stream, make_at_once=made_at_once),
     )
     try:
         stage_inputs(run, shared.stored)

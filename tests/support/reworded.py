@@ -7,9 +7,9 @@ import itertools
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from app.controller.catalogue import run_sections
 from app.core.catalogue import Check
 from app.tools.bubblewrap.checks import BubblewrapChecks
+from app.tools.catalogue.order import run_sections
 from app.tools.layer import LayerChecks
 from app.tools.nono.checks import NonoChecks
 

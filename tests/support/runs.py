@@ -28,6 +28,7 @@ from app.core.run_tree import (
     create_secrets_dir,
     write_secret_file,
 )
+from app.tools.at_once import made_at_once
 from tests.support.attested_run import assert_failure_kept
 
 # The discard port on loopback: an address no test service listens on.
@@ -99,7 +100,7 @@ def bare_run(
             paths.secrets / "aws-credentials", "the AWS credential file"
         ),
         aws_endpoint=aws_endpoint,
-        checks=CheckLog(stream=stream or io.StringIO()),
+        checks=CheckLog(stream=stream or io.StringIO(), make_at_once=made_at_once),
         # As a run makes it (app/controller/run.py): every tool process starts in it. Closed
         # with the test's process.
         decoy_view=DecoyView.create(paths.secrets, paths.decoys)

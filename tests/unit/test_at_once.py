@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.at_once import AT_ONCE_WIDTH, ends_at_once, results_at_once
 from app.core.catalogue import CatalogueError, Check, Section, each
 from app.core.checklog import CheckFailed, CheckLog
+from app.tools.at_once import AT_ONCE_WIDTH, InTurn, ends_at_once, made_at_once, results_at_once
 
 ITEM = Check("test.{n}.item", "item {n} holds")
 SECTION = Section("test", each("n", tuple(str(n) for n in range(6)), ITEM))
@@ -25,7 +25,7 @@ SECTION = Section("test", each("n", tuple(str(n) for n in range(6)), ITEM))
 
 def _log() -> tuple[CheckLog, io.StringIO]:
     stream = io.StringIO()
-    checks = CheckLog(stream=stream)
+    checks = CheckLog(stream=stream, make_at_once=made_at_once)
     checks.begin(SECTION)
     return checks, stream
 
@@ -208,3 +208,54 @@ def test_a_signal_noted_by_another_thread_still_unwinds_the_waiting_caller() -> 
         release.set()
         signal.signal(signal.SIGUSR1, previous)
     assert waited < 5
+
+
+def test_calls_handed_in_turn_are_made_in_one_thread_in_order_and_close_waits_for_them() -> None:
+    """The nono launch processes' starter: each process asks to die with the thread that
+    started it, so every start is made by the one thread, which lives until close."""
+    made: list[tuple[int, int]] = []
+    release = threading.Event()
+
+    def make(n: int) -> None:
+        made.append((n, threading.get_ident()))
+
+    in_turn = InTurn("test-in-turn")
+    in_turn.hand(lambda: release.wait(10))
+    for n in range(3):
+        in_turn.hand(partial(make, n))
+    assert made == []  # handed over, not waited for
+    release.set()
+    in_turn.close()
+    assert [n for n, _ in made] == [0, 1, 2]
+    assert len({ident for _, ident in made}) == 1
+    assert made[0][1] != threading.get_ident()
+
+
+def test_a_log_given_no_way_of_its_own_makes_checks_at_once_in_turn() -> None:
+    checks = CheckLog(stream=io.StringIO())
+    checks.begin(SECTION)
+    idents: set[int] = set()
+
+    def item(n: int) -> None:
+        idents.add(threading.get_ident())
+        checks.require(ITEM(n=str(n)), True)
+
+    checks.at_once(*(lambda n=n: item(n) for n in range(6)))
+    assert idents == {threading.get_ident()}
+    assert len(checks.records) == 6
+
+
+def test_checks_named_by_id_are_made_at_once_in_the_order_their_section_plans() -> None:
+    checks, stream = _log()
+    makers = {
+        ITEM.id_for(n=str(n)): partial(checks.require, ITEM(n=str(n)), True) for n in (5, 3, 4)
+    }
+    makers.update(
+        {ITEM.id_for(n=str(n)): partial(checks.require, ITEM(n=str(n)), True) for n in (2, 0, 1)}
+    )
+    checks.at_once_in_plan(makers)
+    checks.close()
+    assert _lines(stream) == [f"PASS item {n} holds" for n in range(6)]
+    checks.begin(SECTION)
+    with pytest.raises(CatalogueError, match=r"section 'test' plans no check \['test\.9\.item'\]"):
+        checks.at_once_in_plan({"test.9.item": lambda: None})

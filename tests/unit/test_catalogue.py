@@ -12,13 +12,16 @@ from typing import Any
 
 import pytest
 
-from app.controller.catalogue import run_sections
 from app.core.catalogue import CatalogueError, Check, Section, each, unless, when
 from app.core.checklog import CheckFailed, CheckLog
 from app.tools.accounting import Watched
 from app.tools.bubblewrap import accounting as bwrap_accounting
 from app.tools.bubblewrap import render as bwrap_render
 from app.tools.bubblewrap.checks import BubblewrapChecks
+from app.tools.catalogue import bubblewrap as bwrap_catalogue
+from app.tools.catalogue import files
+from app.tools.catalogue import nono as nono_catalogue
+from app.tools.catalogue.order import make_in_order, run_sections
 from app.tools.layer import LayerChecks
 from app.tools.nono import accounting as nono_accounting
 from app.tools.nono import render as nono_render
@@ -85,6 +88,47 @@ def test_a_section_knows_how_many_checks_it_makes_when_it_begins() -> None:
     checks.begin(storage, suppliers=["a", "b"])
     assert checks.section_count == 2 + 1 + 3
     assert checks.planned[:2] == ("storage.proposal.a", "storage.proposal.b")
+
+
+def test_both_layers_make_the_one_files_section_the_catalogue_declares() -> None:
+    """A check added to the shared files section is planned by both layers' runs: neither
+    layer lists that section's checks of its own, beyond bubblewrap's same-file check."""
+    shared = files().planned(facts())
+    assert nono_catalogue.FILES.planned(facts()) == shared
+    assert [i for i in bwrap_catalogue.FILES.planned(facts()) if i not in shared] == [
+        bwrap_catalogue.SAME_FILE.id
+    ]
+
+
+def test_a_run_that_follows_the_catalogues_order_refuses_a_section_begun_out_of_it() -> None:
+    checks = CheckLog(stream=io.StringIO())
+    order = run_sections(BubblewrapChecks, in_cluster=False)
+    checks.follow(order)
+    with pytest.raises(CatalogueError, match="section 'identity' began where the run's order"):
+        checks.begin(order[1])
+    checks.begin(order[0], root=True)
+    assert checks.section == order[0].name
+
+
+def test_a_layers_step_makes_its_sections_by_name_in_the_order_given() -> None:
+    checks = CheckLog(stream=io.StringIO())
+    first, second = Section("one", FIRST), Section("two")
+    made: list[str] = []
+
+    def maker(section: Section) -> None:
+        made.append(section.name)
+        checks.begin(section)
+        if section is first:
+            checks.require(FIRST, True)
+
+    make_in_order(
+        checks, (second, first), {"one": lambda: maker(first), "two": lambda: maker(second)}
+    )
+    assert made == ["two", "one"]
+    with pytest.raises(CatalogueError, match=r"do not match: \['three'\]"):
+        make_in_order(checks, (first,), {"one": lambda: None, "three": lambda: None})
+    with pytest.raises(CatalogueError, match="the maker of section 'two' left section 'one'"):
+        make_in_order(checks, (second,), {"two": lambda: None})
 
 
 FIRST = Check("test.first", "the first holds")

@@ -7,13 +7,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.controller import catalogue as c
 from app.controller.comparison import Comparison, SupplierVerdict
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
 from app.controller.phases.model import _gate_controls, absent_id
 from app.core.catalogue import Section, each
 from app.core.checklog import CheckLog
 from app.core.ids import is_valid_id, other_case_id
+from app.tools.catalogue import controller as c
 
 COMPARISON = Comparison(
     "rfp-001",

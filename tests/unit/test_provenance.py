@@ -16,9 +16,9 @@ from app.core.pins import BUBBLEWRAP, bubblewrap_build_args
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from app.core.run import Run
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.preflight import BwrapReadings
 from app.tools.bubblewrap.provenance import check_provenance
+from app.tools.catalogue import bubblewrap as c
 from tests.support.runs import bare_run, bare_tree
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile.analyst").read_text(encoding="utf-8")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from app.controller import catalogue
 from app.controller.environment import ClusterMode
 from app.core import cluster_env
 from app.core.catalogue import Section
 from app.core.checklog import CheckLog
 from app.core.cluster_settings import SettingUnusable
+from app.tools.catalogue import controller as catalogue
 from tests.support.cluster_settings import cluster_environment
 
 

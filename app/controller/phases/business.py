@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from app.controller import catalogue as c
 from app.controller.comparison import Comparison, compare
 from app.controller.phases.identity import StoredCase
 from app.core.case_files import MAX_DOCUMENT_BYTES
@@ -10,6 +9,7 @@ from app.core.draft import ExpectedDraft, draft_reference
 from app.core.files import json_bytes, read_regular
 from app.core.run import Run
 from app.core.run_tree import stage_file
+from app.tools.catalogue import controller as c
 from app.tools.layer import ConfinementLayer, LayerChecks
 from app.tools.output_metadata import changed_outputs
 

@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 import boto3
 
-from app.controller import catalogue as c
 from app.core import cluster_env
 from app.core.cluster_settings import EGRESS_DENIED
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
 # A name under a reserved TLD (RFC 2606): no certificate of the supplier's can carry it.

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from app.controller import catalogue as c
 from app.controller.call_correlation import CorrelationResult, correlate
 from app.controller.supplier_client import SupplierClient
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 
 def correlation(run: Run, client: SupplierClient, refuses_upstream: bool) -> CorrelationResult:

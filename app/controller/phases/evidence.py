@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from app.controller import catalogue as c
 from app.controller.attest import Attested, attest, kms_client_if_named, store_attestation
 from app.controller.environment import Services
 from app.controller.evidence_document import EvidenceParts, checks_document, evidence_document
@@ -15,6 +14,7 @@ from app.controller.secret_scan import KeyLeak, ScanIncomplete, scan_directory, 
 from app.controller.timing import PhaseClock
 from app.core.files import json_bytes
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 STORED_LAST = ("evidence.json", "calls.json", "checks.json", "report.html")
 # The report page's render, timed as a phase of its own (`make bench` prints what it costs).

@@ -6,12 +6,12 @@ import hashlib
 import os
 from dataclasses import dataclass
 
-from app.controller import catalogue as c
 from app.controller.environment import Services
 from app.core.case import CaseFolder, Proposal, case_key, parse_case, parse_proposal
 from app.core.ids import other_case_id
 from app.core.run import Run
 from app.core.secret_names import MODEL_KEY_VARIABLES
+from app.tools.catalogue import controller as c
 
 
 @dataclass(frozen=True)

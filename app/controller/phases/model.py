@@ -6,12 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from app.controller import catalogue as c
 from app.controller.comparison import Comparison
 from app.controller.environment import ModelChoice
 from app.controller.gates import GateRejected, Recommendation, choice_gate, citation_gate
 from app.controller.phases.identity import StoredCase
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 
 @dataclass(frozen=True)

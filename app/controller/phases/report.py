@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from app.controller import catalogue as c
 from app.controller.comparison import Comparison
 from app.controller.environment import Services
 from app.controller.phases.model import CheckedAnswer
@@ -12,6 +11,7 @@ from app.controller.recommendation import render_recommendation
 from app.controller.secret_scan import KeyLeak, write_scanned
 from app.core.files import json_bytes
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 
 def report(

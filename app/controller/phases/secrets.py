@@ -14,10 +14,10 @@ import errno
 import os
 from pathlib import Path
 
-from app.controller import catalogue as c
 from app.controller.cleanup_process import remove
 from app.controller.environment import Services
 from app.core.run import Run
+from app.tools.catalogue import controller as c
 
 
 def retire_secrets(run: Run, services: Services) -> None:

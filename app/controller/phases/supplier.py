@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from app.controller import catalogue as c
 from app.controller.phases.identity import StoredCase
 from app.controller.supplier_client import SupplierClient
 from app.core.calls import SupplierReplyError
 from app.core.files import json_bytes
 from app.core.run import Run
 from app.core.run_tree import stage_file
+from app.tools.catalogue import controller as c
 
 
 def supplier(run: Run, client: SupplierClient, stored: StoredCase) -> dict[str, bool]:

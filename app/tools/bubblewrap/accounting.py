@@ -16,7 +16,6 @@ from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
 from app.tools.attacks import FILTER_GROUP_WATCHERS, LIMIT_WATCHERS
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     BubblewrapPolicy,
     Element,
@@ -24,6 +23,7 @@ from app.tools.bubblewrap.policy import (
     filter_group_key,
     per_call_elements,
 )
+from app.tools.catalogue import bubblewrap as c
 
 # How the committed policy writes the run's paths and the filter's fd.
 RUN_PLACEHOLDER: Final = PurePosixPath("<RUN>")

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+from functools import partial
 from pathlib import Path
 
 from app.core.draft import ExpectedDraft
 from app.core.run import Run
-from app.tools import catalogue as common_catalogue
 from app.tools.attack_checks import AttackChecks
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.attack_answers import ANSWERS
 from app.tools.bubblewrap.kernel_checks import KernelChecks
 from app.tools.bubblewrap.network_checks import check_network
@@ -18,17 +17,21 @@ from app.tools.bubblewrap.policy import INPUT_MOUNT
 from app.tools.bubblewrap.process_checks import ProcessChecks
 from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.catalogue import ATTACKS_SECTION
+from app.tools.catalogue import bubblewrap as c
+from app.tools.catalogue.order import BUBBLEWRAP, make_in_order
 from app.tools.common_checks import CommonChecks
 from app.tools.drafts import verified_draft
 from app.tools.layer import LayerChecks, LayerReadings
 
 
 class BubblewrapChecks(LayerChecks):
-    """process: the layer section; boundary: files, process, network; submit_draft: business."""
+    """process: the layer section; boundary: files, process, network, attacks (in the
+    catalogue's order, order.BUBBLEWRAP); submit_draft: business."""
 
-    submission = c.SUBMISSION
-    process_sections = (c.LAYER,)
-    boundary_sections = (c.FILES, c.PROCESS, c.NETWORK, common_catalogue.ATTACKS_SECTION)
+    submission = BUBBLEWRAP.submission
+    process_sections = BUBBLEWRAP.process
+    boundary_sections = BUBBLEWRAP.boundary
 
     def __init__(self, run: Run, layer: BwrapRunner) -> None:
         self.run = run
@@ -40,25 +43,26 @@ class BubblewrapChecks(LayerChecks):
         self.attacks = AttackChecks(run, layer, ANSWERS)
 
     def process(self) -> None:
+        make_in_order(self.checks, self.process_sections, {c.LAYER.name: self._layer})
+
+    def boundary(self) -> None:
+        make_in_order(
+            self.checks,
+            self.boundary_sections,
+            {
+                c.FILES.name: partial(
+                    self.common.files, c.FILES, own={c.SAME_FILE.id: self._same_file}
+                ),
+                c.PROCESS.name: self.kernel.check,
+                c.NETWORK.name: partial(check_network, self.run, self.layer),
+                ATTACKS_SECTION.name: self.attacks.check,
+            },
+        )
+
+    def _layer(self) -> None:
         self.checks.begin(c.LAYER, root=os.geteuid() == 0)
         check_provenance(self.run, self.layer.readings)
         self.processes.what_the_tool_got()
-
-    def boundary(self) -> None:
-        self.checks.begin(c.FILES)
-        self.checks.at_once(
-            self.common.reads_staged_case,
-            self._same_file,
-            self.common.reads_staged_proposals,
-            self.common.input_write_refused,
-            *self.common.hidden_file_checks(),
-            self.common.writer_file_read_back,
-        )
-        # After the others: its control creates a file in every role's output directory.
-        self.common.roles_keep_to_their_directories()
-        self.kernel.check()
-        check_network(self.run, self.layer)
-        self.attacks.check()
 
     def _same_file(self) -> None:
         """The reader's /input/case.json is the controller's file, not a copy: the same inode."""

@@ -10,9 +10,9 @@ from app.core.catalogue import Claim
 from app.core.results import Errno, ToolResult, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT
 from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.catalogue import bubblewrap as c
 from app.tools.controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.seccomp import resolve_syscall, single_syscall_filter

@@ -11,8 +11,8 @@ from typing import Final
 from app.core.results import Errno
 from app.core.roles import ROLES, Role
 from app.core.run import Run
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.catalogue import bubblewrap as c
 
 # TEST-NET-1 (RFC 5737): never routed on the internet. Only a UDP connect(), which sends
 # nothing, is made to it from the controller.

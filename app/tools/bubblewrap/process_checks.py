@@ -15,7 +15,6 @@ from app.core.results import ToolResult, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import (
     NAMESPACES,
     OUTPUT_MOUNT,
@@ -28,6 +27,7 @@ from app.tools.bubblewrap.policy import (
 from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.bubblewrap.sandbox_checks import SandboxChecks
+from app.tools.catalogue import bubblewrap as c
 from app.tools.common_checks import CommonChecks
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.worker.system import read_namespaces, read_status

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from app.core.pins import BUBBLEWRAP, BUBBLEWRAP_BUILD_RECORD, SourcePin
 from app.core.run import Run
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.preflight import BwrapReadings
+from app.tools.catalogue import bubblewrap as c
 
 MAX_RECORD_BYTES = 4096
 

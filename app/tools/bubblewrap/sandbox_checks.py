@@ -15,9 +15,9 @@ from typing import Final
 from app.core.results import Errno, ToolResult
 from app.core.run import Run
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES
-from app.tools.bubblewrap import catalogue as c
 from app.tools.bubblewrap.policy import CODE_MOUNT, SANDBOX_ID, SCRATCH_BYTES, SCRATCH_MODE
 from app.tools.bubblewrap.runner import BwrapRunner
+from app.tools.catalogue import bubblewrap as c
 
 MIB: Final = 1024 * 1024
 # A little past the scratch space's size, so the write must stop short of it.

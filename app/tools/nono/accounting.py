@@ -14,7 +14,7 @@ from app.core.tool_limits import tool_limits
 from app.tools import catalogue as common
 from app.tools.accounting import Proof, Redundant, Watched
 from app.tools.attacks import FILTER_GROUP_WATCHERS, LIMIT_WATCHERS
-from app.tools.nono import catalogue as c
+from app.tools.catalogue import nono as c
 from app.tools.nono.policy import BASE_VARIABLES, DIGEST_KEY_VARIABLE
 
 LABEL: Final = Redundant("a label for whoever reads the file; the launcher applies nothing from it")

@@ -17,11 +17,12 @@ from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolRunError
 from app.core.roles import ROLES, Role
 from app.core.run import Run
-from app.tools import catalogue as common_catalogue
 from app.tools.attack_checks import AttackChecks
+from app.tools.catalogue import ATTACKS_SECTION
+from app.tools.catalogue import nono as c
+from app.tools.catalogue.order import NONO, make_in_order
 from app.tools.common_checks import CommonChecks
 from app.tools.layer import LayerChecks, LayerReadings
-from app.tools.nono import catalogue as c
 from app.tools.nono import render
 from app.tools.nono.attack_answers import ANSWERS
 from app.tools.nono.endpoint_checks import EndpointChecks
@@ -31,19 +32,14 @@ from app.tools.nono.runner import NonoRunner
 
 
 class NonoChecks(LayerChecks):
-    """process: the profiles and environments; boundary: files, credentials, network and the
-    proxies' endpoint policy; submit_draft: the writer's own POST through its proxy."""
+    """process: the profiles, environments and the reader seen from the host; boundary: files,
+    credentials, network, attacks and the proxies' endpoint policy (each in the catalogue's
+    order, order.NONO); submit_draft: the writer's own POST through its proxy."""
 
     refuses_upstream = True
-    submission = c.SUBMISSION
-    process_sections = (c.PROFILES, c.ENVIRONMENT_SECTION, c.PROCESS)
-    boundary_sections = (
-        c.FILES,
-        c.CREDENTIALS,
-        c.NETWORK,
-        common_catalogue.ATTACKS_SECTION,
-        c.SUPPLIER_PROXY,
-    )
+    submission = NONO.submission
+    process_sections = NONO.process
+    boundary_sections = NONO.boundary
 
     def __init__(self, run: Run, layer: NonoRunner) -> None:
         self.run = run
@@ -55,18 +51,30 @@ class NonoChecks(LayerChecks):
         self.attacks = AttackChecks(run, layer, ANSWERS)
 
     def process(self) -> None:
-        self._profiles()
-        self._environment()
-        self.processes.check()
+        make_in_order(
+            self.checks,
+            self.process_sections,
+            {
+                c.PROFILES.name: self._profiles,
+                c.ENVIRONMENT_SECTION.name: self._environment,
+                c.PROCESS.name: self.processes.check,
+            },
+        )
 
     def boundary(self) -> None:
         # Each online role has run, so its proxy has issued its placeholder.
         self.layer.prefetch_credential_digests()
-        self._files()
-        self._credentials()
-        self._network()
-        self.attacks.check()
-        self.endpoints.check()
+        make_in_order(
+            self.checks,
+            self.boundary_sections,
+            {
+                c.FILES.name: partial(self.common.files, c.FILES),
+                c.CREDENTIALS.name: self._credentials,
+                c.NETWORK.name: self._network,
+                ATTACKS_SECTION.name: self.attacks.check,
+                c.SUPPLIER_PROXY.name: self.endpoints.check,
+            },
+        )
 
     def submit_draft(self, draft_path: Path, expected: ExpectedDraft) -> None:
         self.endpoints.submit_draft(draft_path, expected)
@@ -143,22 +151,10 @@ class NonoChecks(LayerChecks):
             )
 
         # Each role's first start (which starts its own proxy, if it has one).
-        checks.at_once(*(partial(first_start, role) for role in ROLES))
-        self.common.no_credential_variables(names["reader"])
-
-    # --- files --------------------------------------------------------------------------------
-
-    def _files(self) -> None:
-        self.checks.begin(c.FILES)
-        self.checks.at_once(
-            self.common.reads_staged_case,
-            self.common.reads_staged_proposals,
-            self.common.input_write_refused,
-            *self.common.hidden_file_checks(),
-            self.common.writer_file_read_back,
+        checks.at_once_in_plan(
+            {c.STARTS.id_for(role=role): partial(first_start, role) for role in ROLES}
         )
-        # After the others: its control creates a file in every role's output directory.
-        self.common.roles_keep_to_their_directories()
+        self.common.no_credential_variables(names["reader"])
 
     # --- credentials --------------------------------------------------------------------------
 
@@ -191,7 +187,12 @@ class NonoChecks(LayerChecks):
             )
             seen[role] = digest
 
-        checks.at_once(*(partial(holds_placeholder, role) for role in online))
+        checks.at_once_in_plan(
+            {
+                c.HOLDS_CREDENTIAL.id_for(role=role): partial(holds_placeholder, role)
+                for role in online
+            }
+        )
         checks.require(
             c.DISTINCT_PLACEHOLDERS,
             seen["reader"] != seen["writer"],
@@ -240,11 +241,21 @@ class NonoChecks(LayerChecks):
                 detail=f"observed {offline.observed}",
             )
 
-        checks.at_once(
-            partial(self._connect_control, "aws", host, port, "the controller's AWS endpoint"),
-            partial(self._connect_refused, "aws", host, port, "the controller's AWS endpoint"),
-            online_socket,
-            offline_socket,
-            partial(self._connect_control, "supplier", *supplier, "the supplier API"),
-            partial(self._connect_refused, "supplier", *supplier, "the supplier API"),
+        targets = {
+            "aws": (host, port, "the controller's AWS endpoint"),
+            "supplier": (*supplier, "the supplier API"),
+        }
+        checks.at_once_in_plan(
+            {
+                c.SOCKET_CONTROL.id: online_socket,
+                c.NO_SOCKET.id: offline_socket,
+                **{
+                    made.id_for(target=target): partial(connect, target, *at)
+                    for target, at in targets.items()
+                    for made, connect in (
+                        (c.CONNECT_CONTROL, self._connect_control),
+                        (c.CONNECT_REFUSED, self._connect_refused),
+                    )
+                },
+            }
         )

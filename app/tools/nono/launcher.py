@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-from app.core.at_once import AT_ONCE_WIDTH
 from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
@@ -24,6 +23,7 @@ from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import tool_environment
 from app.core.tool_limits import tool_limits
+from app.tools.at_once import AT_ONCE_WIDTH
 from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.loader import FILTER_OPTION

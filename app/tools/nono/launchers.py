@@ -10,9 +10,9 @@ that the launch process is not stopped. A process that dies, is stopped, or does
 time, is killed and another takes its place; the call stops the run (exit 1), naming the launch
 process and the role's call.
 
-The processes are started from a thread of their own that lives until ``close``: each asks to
-die with the thread that started it (PR_SET_PDEATHSIG is tied to that thread, not to the
-controller), and a check's thread ends with its check.
+The processes are started from a thread of their own that lives until ``close`` (at_once's
+InTurn): each asks to die with the thread that started it (PR_SET_PDEATHSIG is tied to that
+thread, not to the controller), and a check's thread ends with its check.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict, dataclass
+from functools import partial
 from typing import Any, Final
 
 import nono_py
@@ -36,6 +37,7 @@ from app.core import waiting
 from app.core.decoy_view import DecoyView
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
+from app.tools.at_once import InTurn
 from app.tools.channel import Channel, Output, failure
 from app.tools.execution import UNREAPED_TOOL_CPU
 from app.tools.nono.helper_state import described, is_stopped
@@ -127,35 +129,31 @@ class LaunchProcesses:
     def __init__(self, count: int, view: DecoyView | None) -> None:
         self._count = count
         self._view = view
-        # What the starting thread is asked for: a number of processes, or None to end.
-        self._wanted: queue.SimpleQueue[int | None] = queue.SimpleQueue()
         # Idle processes; a start's failure, put back by each call that takes it.
         self._idle: queue.SimpleQueue[_LaunchProcess | LaunchFailed] = queue.SimpleQueue()
         self._all: list[_LaunchProcess] = []
         self._lock = threading.Lock()
-        self._thread: threading.Thread | None = None
+        # The thread every process is started from, until close.
+        self._starter: InTurn | None = None
 
     def start(self) -> None:
         """Starts the processes, without waiting for them to be ready."""
         with self._lock:
-            if self._thread is not None:
+            if self._starter is not None:
                 return
-            self._thread = threading.Thread(target=self._starting, name="nono-launchers")
-            self._thread.daemon = True
-            self._thread.start()
-        self._wanted.put(self._count)
+            self._starter = starter = InTurn("nono-launchers")
+        starter.hand(partial(self._start_some, self._count))
 
-    def _starting(self) -> None:
-        while (count := self._wanted.get()) is not None:
-            for _ in range(count):
-                try:
-                    launcher = self._start_one()
-                except OSError as error:
-                    self._idle.put(LaunchFailed(f"a nono launch process could not start: {error}"))
-                    continue
-                with self._lock:
-                    self._all.append(launcher)
-                self._idle.put(launcher)
+    def _start_some(self, count: int) -> None:
+        for _ in range(count):
+            try:
+                launcher = self._start_one()
+            except OSError as error:
+                self._idle.put(LaunchFailed(f"a nono launch process could not start: {error}"))
+                continue
+            with self._lock:
+                self._all.append(launcher)
+            self._idle.put(launcher)
 
     def _start_one(self) -> _LaunchProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -302,7 +300,9 @@ class LaunchProcesses:
     def _replace(self, launcher: _LaunchProcess) -> None:
         """Ends a launch process that failed a call, and asks for another in its place."""
         self._end(launcher)
-        self._wanted.put(1)
+        starter = self._starter
+        if starter is not None:
+            starter.hand(partial(self._start_some, 1))
 
     def _end(self, launcher: _LaunchProcess) -> None:
         launcher.connection.close()
@@ -322,11 +322,10 @@ class LaunchProcesses:
         """Ends every launch process: its socket closed, it ends at once if idle; one still in
         a call (a run stopped by a signal) is killed when its starting thread ends."""
         with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is None:
+            starter, self._starter = self._starter, None
+        if starter is None:
             return
-        self._wanted.put(None)
-        waiting.join(thread)
+        starter.close()
         with self._lock:
             launchers, self._all = self._all, []
         for launcher in launchers:

@@ -12,7 +12,7 @@ from typing import Final
 
 from app.core.catalogue import Claim
 from app.core.roles import Role
-from app.tools.nono import catalogue as c
+from app.tools.catalogue import nono as c
 from app.tools.nono.front import Refusal
 from app.tools.nono.proxy_calls import ProxyCalls, Sent, summary
 

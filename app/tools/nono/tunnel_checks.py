@@ -20,11 +20,11 @@ from functools import partial
 from typing import Final
 from urllib.parse import urlsplit
 
-from app.core.at_once import results_at_once
 from app.core.calls import CallRecord
 from app.core.roles import Role
 from app.core.run import Run
-from app.tools.nono import catalogue as c
+from app.tools.at_once import results_at_once
+from app.tools.catalogue import nono as c
 from app.tools.nono.canary import Canary
 from app.tools.nono.front import Refusal
 from app.tools.nono.proxy_calls import ProxyCalls, Sent, authority, summary

@@ -1,7 +1,14 @@
-"""The checks both layers make, under the same ids, so that two runs compare id by id: the
-layer-neutral file and environment checks (common_checks.py) and the attacks (attack_checks.py).
+"""The catalogue of checks: every check a run can make, by stable id and one-line claim, and its
+place in the run's order. The form of a check and a section is app/core/catalogue.py's.
 
-Each layer's catalogue places these in its own sections, beside checks of its own.
+- this module: the checks both layers make, under the same ids, so that two runs compare id by
+  id (the layer-neutral file and environment checks of app/tools/common_checks.py, the attacks
+  of app/tools/attack_checks.py, the draft's verification), and the sections both layers make
+  whole: ``files()`` and ATTACKS_SECTION;
+- bubblewrap.py and nono.py: each layer's own checks (ids beginning with the layer's name, and
+  a few shared ids a layer proves its own way) and its own sections;
+- controller.py: the controller's own phases' checks, the same under both layers;
+- order.py: the order of every section of a run, stated once, which the run follows.
 """
 
 from __future__ import annotations
@@ -89,6 +96,23 @@ def directories() -> tuple[Entry, ...]:
     return (
         DIRECTORIES_CONTROL,
         each("role", ROLES, OWN_DIRECTORIES, NO_NEW_FILE, OTHER_DIRECTORIES),
+    )
+
+
+def files(*, after_case: tuple[Entry, ...] = ()) -> Section:
+    """The files section, made the same under both layers (CommonChecks.files): what the reader
+    was given, each refusal beside its control, what the writer may do, every role in its own
+    directories. ``after_case``: a layer's own checks, made beside these, after the case's."""
+    return Section(
+        "files",
+        READS_CASE,
+        *after_case,
+        READS_PROPOSALS,
+        INPUT_WRITE_CONTROL,
+        INPUT_WRITE,
+        *hidden_files(),
+        WRITER_WRITES,
+        *directories(),
     )
 
 

@@ -1,6 +1,7 @@
-"""Every check of the nono layer, by id, in the order a run makes them, section by section.
+"""The nono layer's part of the catalogue: its own checks and sections, each section's checks in
+the order a run makes them (the sections' own order is order.py's).
 
-The layer-neutral checks (app/tools/catalogue.py) stand in these sections under their shared
+The layer-neutral checks (the package's own module) stand in these sections under their shared
 ids; the ids here that begin ``nono.`` are this layer's alone.
 """
 
@@ -125,16 +126,7 @@ PROCESS: Final = Section(
 
 # --- files --------------------------------------------------------------------------------
 
-FILES: Final = Section(
-    "files",
-    common.READS_CASE,
-    common.READS_PROPOSALS,
-    common.INPUT_WRITE_CONTROL,
-    common.INPUT_WRITE,
-    *common.hidden_files(),
-    common.WRITER_WRITES,
-    *common.directories(),
-)
+FILES: Final = common.files()
 
 # --- credentials --------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
-"""Every check the controller's own phases make, by id, in the order a run makes them: the same
-under both layers, so two runs compare id by id (the layers' own are in app/tools)."""
+"""The controller's part of the catalogue: every check its own phases (app/controller/phases/)
+make, each section's checks in the order a run makes them (the sections' own order is
+order.py's), the same under both layers, so two runs compare id by id."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ from typing import Final
 
 from app.core.catalogue import Check, Entry, Section, each, unless, when
 from app.core.secret_names import MODEL_KEY_VARIABLES
-from app.tools.layer import LayerChecks
 
 # --- identity and storage -----------------------------------------------------------------
 
@@ -227,23 +227,3 @@ SCANNED_AFTER: Final = Check(
     "and so was every file left in the run directory, read back after the last write",
 )
 EVIDENCE: Final = Section("evidence", SCANNED_BEFORE, SCANNED_AFTER)
-
-
-def run_sections(layer: type[LayerChecks], *, in_cluster: bool) -> tuple[Section, ...]:
-    """Every section a run under ``layer`` makes, in the order the run makes them."""
-    return (
-        *layer.process_sections,
-        IDENTITY,
-        STORAGE,
-        *((CLUSTER,) if in_cluster else ()),
-        EGRESS,
-        *layer.boundary_sections,
-        SUPPLIER,
-        business(layer.submission),
-        # A cluster run's secrets are the pod's mounted Secrets: none of the run's own to remove.
-        *(() if in_cluster else (SECRETS,)),
-        MODEL,
-        REPORT,
-        CORRELATION,
-        EVIDENCE,
-    )

@@ -1,6 +1,7 @@
-"""Every check of the bubblewrap layer, by id, in the order a run makes them, section by section.
+"""The bubblewrap layer's part of the catalogue: its own checks and sections, each section's
+checks in the order a run makes them (the sections' own order is order.py's).
 
-The layer-neutral checks (app/tools/catalogue.py) stand in these sections under their shared
+The layer-neutral checks (the package's own module) stand in these sections under their shared
 ids; the ids here that begin ``bubblewrap.`` are this layer's alone.
 """
 
@@ -190,17 +191,7 @@ SAME_FILE: Final = Check(
     "device and inode on both sides",
 )
 
-FILES: Final = Section(
-    "files",
-    common.READS_CASE,
-    SAME_FILE,
-    common.READS_PROPOSALS,
-    common.INPUT_WRITE_CONTROL,
-    common.INPUT_WRITE,
-    *common.hidden_files(),
-    common.WRITER_WRITES,
-    *common.directories(),
-)
+FILES: Final = common.files(after_case=(SAME_FILE,))
 
 # --- process: what the kernel refuses, beside the switch that refuses it ----------------------
 
