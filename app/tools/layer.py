@@ -30,7 +30,7 @@ from app.core.results import Errno, ToolResult
 from app.core.roles import Layer, Role
 from app.core.run import Run
 from app.tools.attacks import AttackAnswers
-from app.tools.control import run_unconfined
+from app.tools.unconfined import run_unconfined
 
 Direction = Literal["in", "out"]
 
