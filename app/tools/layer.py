@@ -14,14 +14,16 @@ and hands the run its own checks. The run calls those checks as named steps:
 ``process_sections`` and ``boundary_sections`` are the catalogue's sections (app/core/catalogue.py)
 the two steps begin, in order.
 
-What a layer says of itself before any run (``LayerAnswers``): how to build it, with or without
-one element of a role's policy (``--break``), the places a work directory must not be, what it
-refuses in the directory's name, and its prerequisites here. The controller asks these through
-the registry of shipped layers (app/tools/registry.py), never a layer's own modules.
+What a layer says of itself before any run (``LayerAnswers``): the elements of its roles'
+policies, how to build it with or without one of them (``--break``), the places a work
+directory must not be, what it refuses in the directory's name, and its prerequisites here.
+The controller asks these through the registry of shipped layers (app/tools/registry.py),
+never a layer's own modules.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
@@ -32,7 +34,7 @@ from typing import Any, ClassVar, Literal, Protocol
 from app.core.catalogue import Entry, Section
 from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolResult
-from app.core.roles import Layer, Role
+from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import ToolIdentity
 from app.tools.attacks import AttackAnswers
@@ -221,6 +223,21 @@ class LayerAnswers(ABC):
     way to a layer's own knowledge."""
 
     name: ClassVar[Layer]
+    # Where its committed policy files are (policies/<layer>/), elements.json among them.
+    committed_dir: ClassVar[Path]
+
+    def policy_elements(self) -> list[tuple[Role, str, str | None]]:
+        """Each element of each role's committed policy, in elements.json's order, with the id
+        of the check that fails without it (None for a redundant one): what --break names."""
+        accounting = json.loads((self.committed_dir / "elements.json").read_text("utf-8"))
+        found: list[tuple[Role, str, str | None]] = []
+        for role in ROLES:
+            for entry in accounting["roles"][role]:
+                watched = entry.get("fails_without_it")
+                found.append(
+                    (role, str(entry["element"]), None if watched is None else str(watched))
+                )
+        return found
 
     @abstractmethod
     def factory(self) -> LayerFactory:

@@ -143,3 +143,13 @@ def test_the_picture_draws_the_grants_the_layer_read(layer: Layer) -> None:
 def test_a_run_without_grants_draws_no_mount() -> None:
     for view in role_views(_evidence("bubblewrap", {})):
         assert view.mounts == ()
+
+
+@pytest.mark.parametrize("layer", list(Layer))
+def test_each_layer_lists_the_elements_break_may_leave_out(layer: Layer) -> None:
+    listed = answers(layer).policy_elements()
+    assert {role for role, _, _ in listed} == set(ROLES)
+    assert len(set(listed)) == len(listed), "an element is listed once per role"
+    # Most elements are watched by a check that fails without them; the rest are redundant.
+    assert any(watched for _, _, watched in listed)
+    assert all(watched is None or "." in watched for _, _, watched in listed)

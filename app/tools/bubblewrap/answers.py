@@ -14,6 +14,7 @@ from app.core.run import Run
 from app.core.run_tree import ToolIdentity
 from app.tools.bubblewrap.policy import USR_SYMLINKS, BubblewrapPolicy, bwrap_argv, mounts
 from app.tools.bubblewrap.preflight import BwrapPrerequisites
+from app.tools.bubblewrap.render import COMMITTED_DIR
 from app.tools.layer import ConfinementLayer, LayerAnswers, LayerFactory
 from app.tools.prerequisites import Prerequisite
 
@@ -35,6 +36,7 @@ def shipped_vector() -> list[str]:
 
 class BubblewrapAnswers(LayerAnswers):
     name = Layer.BUBBLEWRAP
+    committed_dir = COMMITTED_DIR
 
     def factory(self) -> LayerFactory:
         from app.tools.bubblewrap.launcher import BubblewrapLayer

@@ -16,7 +16,7 @@ from app.core.roles import Layer, Role
 from app.core.run import Run
 from app.core.run_tree import ToolIdentity
 from app.tools.layer import ConfinementLayer, LayerAnswers, LayerFactory
-from app.tools.nono.policy import SYSTEM_READ
+from app.tools.nono.policy import COMMITTED_DIR, SYSTEM_READ
 from app.tools.nono.prerequisites import NONO_PY_PIN, NonoPrerequisites
 from app.tools.prerequisites import Prerequisite
 
@@ -28,6 +28,7 @@ NONO_REFUSED_CHARACTERS: Final = frozenset("\n\r$&;<>`|")
 
 class NonoAnswers(LayerAnswers):
     name = Layer.NONO
+    committed_dir = COMMITTED_DIR
 
     def factory(self) -> LayerFactory:
         try:
