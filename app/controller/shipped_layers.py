@@ -9,8 +9,6 @@ from app.tools.layer import LayerFactory
 from app.tools.policy_breaks import PolicyBreak
 from app.tools.registry import answers
 
-__all__ = ["LayerFactory", "broken_layer", "shipped_layer"]
-
 
 def shipped_layer(name: Layer) -> LayerFactory:
     """The layer class for ``name``; nono-py is imported only when the nono layer is chosen."""

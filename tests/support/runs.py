@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from app.controller.run import RunOptions, run_case
-from app.controller.shipped_layers import LayerFactory
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
@@ -28,6 +27,7 @@ from app.core.run_tree import (
     create_secrets_dir,
     write_secret_file,
 )
+from app.tools.layer import LayerFactory
 from tests.support.attested_run import assert_failure_kept
 
 # The discard port on loopback: an address no test service listens on.
