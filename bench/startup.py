@@ -18,8 +18,8 @@ from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run_tree import ToolIdentity
 from app.tools.bubblewrap.launcher import BubblewrapLayer
-from app.tools.control import run_unconfined
 from app.tools.nono.launcher import NonoLayer
+from app.tools.unconfined import run_unconfined
 
 # The action every start-up is measured with: it lists the process's variable names.
 ACTION = "env-names"

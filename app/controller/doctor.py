@@ -2,11 +2,11 @@
 
 Each layer's list opens with what `run` refuses as bad input before it creates anything (the
 work directory, the file size limit: the same checks, in the same words), then the list the
-layer's preflight stops on (app/tools/*/preflight, prerequisites); doctor evaluates all of them
-instead of stopping at the first. In cluster mode
-(ANALYST_MODE=cluster) it adds what the pod must have been given: every variable of the Job and
-of EKS Pod Identity, through the parser a run's settings go through (app/core/cluster_settings.py),
-and a supplier Service that resolves and answers.
+layer's preflight stops on, as the layer states it (app/tools/registry.py); doctor evaluates all
+of them instead of stopping at the first. In cluster mode (ANALYST_MODE=cluster) it adds what
+the pod must have been given: every variable of the Job and of EKS Pod Identity, through the
+parser a run's settings go through (app/core/cluster_settings.py), and a supplier Service that
+resolves and answers.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import os
 import socket
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
-from typing import Any, TextIO, assert_never
+from pathlib import Path
+from typing import Any, TextIO
 
 import boto3
 
@@ -28,9 +28,6 @@ from app.core.cluster_settings import SettingUnusable, Variable
 from app.core.errors import BadInput, RunStopped, shown
 from app.core.roles import Layer
 from app.core.run_tree import MAX_OUTPUT_FILE_BYTES, ToolIdentity
-from app.tools.bubblewrap.policy import BubblewrapPolicy, bwrap_argv
-from app.tools.bubblewrap.preflight import BwrapPrerequisites
-from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.prerequisites import (
     WORK_DIR_HOLDS_A_RUN,
     Finding,
@@ -40,6 +37,7 @@ from app.tools.prerequisites import (
     holds,
     missing,
 )
+from app.tools.registry import answers
 
 CONNECT_TIMEOUT_SECONDS = 5
 SUPPLIER_RESOLVES = "the supplier Service's name resolves"
@@ -82,23 +80,8 @@ def run_settings(layer: Layer, directory: Path | WorkBase) -> list[Prerequisite]
 
 
 def layer_prerequisites(layer: Layer, tool: ToolIdentity, directory: Path) -> list[Prerequisite]:
-    """The list the layer's own preflight stops on."""
-    match layer:
-        case Layer.BUBBLEWRAP:
-            # Only the options matter here; a run's vector differs in its paths alone.
-            run = PurePosixPath(directory) / "<run>"
-            vector = bwrap_argv(
-                BubblewrapPolicy(),
-                role="reader",
-                input_dir=run / "in",
-                output_dir=run / "out",
-                code_dir=run / "code",
-            )
-            return BwrapPrerequisites(vector, tool, directory).items()
-        case Layer.NONO:
-            return NonoPrerequisites(tool, directory).items()
-        case _:
-            assert_never(layer)
+    """The list the layer's own preflight stops on, as the layer states it."""
+    return answers(layer).prerequisites(tool, directory)
 
 
 def _variable(variable: Variable[Any], environ: Mapping[str, str]) -> Prerequisite:

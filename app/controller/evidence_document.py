@@ -21,7 +21,8 @@ from app.tools.attacks import ATTACKS
 from app.tools.layer import LayerReadings
 
 # 2: the attacks tried, each with the ids of the checks that prove it (``attacks``).
-EVIDENCE_SCHEMA_VERSION: Final = 2
+# 3: what each role's policy showed it, as the layer read it (``policy.grants``).
+EVIDENCE_SCHEMA_VERSION: Final = 3
 # 3: the checks made after the file is written, named (``after_written``).
 CHECKS_SCHEMA_VERSION: Final = 3
 

@@ -48,7 +48,7 @@ from app.controller.provenance import code_revision, policy_digests, provenance
 from app.controller.report_templates import ReportTemplates
 from app.controller.secret_scan import write_scanned
 from app.controller.services.processes import ServiceFailed
-from app.controller.shipped_layers import LayerFactory, broken_layer, shipped_layer
+from app.controller.shipped_layers import broken_layer, shipped_layer
 from app.controller.signing_key import local_key_needles
 from app.controller.supplier_client import SupplierClient
 from app.controller.terminal import SectionCount, guest_in_words, section_counts
@@ -66,7 +66,7 @@ from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity, new_run_id
 from app.tools.at_once import made_at_once
 from app.tools.catalogue.order import run_sections
-from app.tools.layer import ConfinementLayer
+from app.tools.layer import ConfinementLayer, LayerFactory
 from app.tools.policy_breaks import PolicyBreak
 
 REPORT_FILES: Final = (

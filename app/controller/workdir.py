@@ -24,14 +24,13 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Final
 
 from app.controller.cleanup_process import remove
-from app.controller.shipped_layers import work_dir_conflicts
 from app.core.errors import BadInput, shown
 from app.core.roles import Layer
 from app.core.run_tree import (
@@ -42,6 +41,7 @@ from app.core.run_tree import (
     create_run,
     longest_socket_path,
 )
+from app.tools.registry import answers
 
 RUN_LOCK: Final = "run.lock"
 OPTION: Final = "--workdir"
@@ -103,10 +103,16 @@ def check_chosen(base: WorkBase, layers: Collection[Layer]) -> Path:
     return check_work_base(base.path, layers, named=base.named, own=base.own)
 
 
-# What nono-py 0.16.0 refuses in the file:// URI of its proxy's credential (the supplier key,
-# which a run keeps under the work directory): these characters, and a ".." segment. Measured
-# against nono-py itself (tests/integration/test_workdir.py probes every ASCII character).
-NONO_REFUSED_CHARACTERS: Final = frozenset("\n\r$&;<>`|")
+def work_dir_conflicts(layers: Iterable[Layer]) -> dict[PurePosixPath, str]:
+    """The host paths where a tool process of these layers sees something other than the
+    controller does, each with a clause saying what: a work directory there would be hidden from
+    the tools (a false FAIL) or shown to them (a real leak). Each layer reads them from its own
+    policy; the first layer to name a place gives its clause."""
+    conflicts: dict[PurePosixPath, str] = {}
+    for layer in layers:
+        for place, why in answers(layer).work_dir_conflicts().items():
+            conflicts.setdefault(place, why)
+    return conflicts
 
 
 def check_work_base(
@@ -201,16 +207,11 @@ def _check_text(base: Path, layers: Collection[Layer], named: str) -> None:
             "pass a path of printable characters",
             named,
         )
-    if Layer.NONO in layers:
-        refused = sorted(NONO_REFUSED_CHARACTERS & set(text))
-        if refused or ".." in base.parts:
-            what = " ".join(refused) if refused else "a .. segment"
-            raise _refuse(
-                base,
-                f"holds {what}, which nono refuses in the path of the key its proxy reads",
-                "pass a path without $ & ; < > ` | or .. for the nono layer",
-                named,
-            )
+    for layer in layers:
+        refused = answers(layer).work_dir_name_refused(base)
+        if refused is not None:
+            problem, remedy = refused
+            raise _refuse(base, problem, remedy, named)
 
 
 def _check_length(base: Path, named: str) -> None:

@@ -26,7 +26,8 @@ from typing import Any, Final
 from app.core.escaping import escaped_lines
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES
-from app.report.picture import RUN_TREE, Picture, control_pairs, picture
+from app.report.boundary_views import RUN_TREE, control_pairs
+from app.report.picture import Picture, picture
 
 TEMPLATES: Final = Path(__file__).parent / "templates"
 TEMPLATE_BYTECODE: Final = TEMPLATES / "__pycache__"

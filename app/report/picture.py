@@ -1,11 +1,9 @@
 """The boundary picture of one run, laid out from that run's evidence.json alone.
 
-What each role got is read from the run's own records: under bubblewrap its argument list (the
-mounts and their direction) and its /proc readings (uid, namespaces against the controller's,
-seccomp, capabilities); under nono its live profile (read and write grants, the proxy route and
-its method/path pairs). The controller's box holds what only it holds, the supplier calls it
-made itself and a count of those it sent through the roles' proxies, which refused them. The
-hardware-isolation frame is drawn only when the guest readings name an enclave.
+What each role got is read by boundary_views.py; here it is laid out. The controller's box
+holds what only it holds, the supplier calls it made itself and a count of those it sent
+through the roles' proxies, which refused them. The hardware-isolation frame is drawn only when
+the guest readings name an enclave.
 
 The result is boxes, lines and arrows with coordinates; the template draws them as SVG, so
 every text here reaches the page through the template's escaping.
@@ -15,14 +13,12 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Final
 
-from app.core.roles import ROLES
+from app.report.boundary_views import RoleView, control_pairs, enclave, role_views, short_path
 
 POLICY_NAME: Final = {"bubblewrap": "argument list", "nono": "nono profile"}
-# How a path under the run's private tree is written, the tree itself named once on the page.
-RUN_TREE: Final = "<run tree>"
 WIDTH: Final = 1470
 LINE: Final = 15  # px between text lines (12 px monospace)
 CHAR: Final = 7.3  # px per character of 12 px monospace, a little over most fonts' advance
@@ -71,30 +67,6 @@ class Arrow:
         return " ".join(f"{x:g},{y:g}" for x, y in self.points)
 
 
-@dataclass(frozen=True)
-class Mount:
-    target: str
-    mode: str  # "read-only", "read-write", "own tmpfs", "own /proc"
-    source: str | None = None
-
-    @property
-    def glyph(self) -> str:
-        return {"read-only": "\u2190 ro", "read-write": "\u21c4 rw"}.get(self.mode, "\u25cb")
-
-
-@dataclass(frozen=True)
-class RoleView:
-    role: str
-    uid: str
-    namespaces: str
-    filters: tuple[str, ...]
-    mounts: tuple[Mount, ...]
-    network: str
-    route: tuple[str, ...] = ()  # allowed "METHOD /path" pairs through its proxy
-    proxy: str | None = None
-    refused: str | None = None  # the errno of its own TCP connect to the host's loopback
-
-
 @dataclass
 class Picture:
     width: int
@@ -128,128 +100,6 @@ def _wrap(text: str, width: float, css: str = "", indent: str = "    ") -> list[
     return lines
 
 
-def _short(path: str, top: str) -> str:
-    """A path under the run's tree, written from the tree: ``<run tree>/run/reader/in``."""
-    if top and (path == top or path.startswith(top + "/")):
-        return RUN_TREE + path[len(top) :]
-    return path
-
-
-# --- what each role got ---------------------------------------------------------------------
-
-
-def bubblewrap_mounts(argv: Sequence[str], top: str) -> tuple[Mount, ...]:
-    mounts: list[Mount] = []
-    i = 0
-    while i < len(argv):
-        token = argv[i]
-        if token in ("--ro-bind", "--bind") and i + 2 < len(argv):
-            mode = "read-only" if token == "--ro-bind" else "read-write"
-            mounts.append(Mount(argv[i + 2], mode, _short(argv[i + 1], top)))
-            i += 3
-            continue
-        if token == "--tmpfs" and i + 1 < len(argv):
-            mounts.append(Mount(argv[i + 1], "own tmpfs"))
-        elif token == "--proc" and i + 1 < len(argv):
-            mounts.append(Mount(argv[i + 1], "own /proc"))
-        i += 1
-    return tuple(mounts)
-
-
-def _bubblewrap_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
-    policy, readings = evidence["policy"], evidence.get("readings", {})
-    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
-    argv = policy.get("bwrap_argument_lists", {}).get(role, [])
-    status = readings.get(f"{role}_proc_status", {})
-    own = status.get("namespaces", {})
-    controller = readings.get("controller_namespaces", {})
-    separate = sorted(kind for kind, value in own.items() if controller.get(kind) != value)
-    shared = sorted(kind for kind, value in own.items() if controller.get(kind) == value)
-    namespaces = f"own {' '.join(separate) or 'none'}"
-    if shared:
-        namespaces += f"; shares {' '.join(shared)}"
-    proc = status.get("status", {})
-    rules = len(policy.get("seccomp_baseline", {}).get("rules", []))
-    filters = (
-        f"seccomp mode {proc.get('Seccomp', '?')}, {proc.get('Seccomp_filters', '?')} filter: "
-        f"the baseline of {rules} rules",
-        f"capabilities CapEff {proc.get('CapEff', '?')}, NoNewPrivs {proc.get('NoNewPrivs', '?')}",
-    )
-    unshared = bool(policy.get("policy", {}).get("unshare_net"))
-    network = "only lo, in a net namespace of its own" if unshared else "the controller's network"
-    return RoleView(
-        role=role,
-        uid=f"uid {status.get('uid', '?')} gid {status.get('gid', '?')}",
-        namespaces=namespaces,
-        filters=filters,
-        mounts=bubblewrap_mounts(argv, top),
-        network=network,
-    )
-
-
-def _nono_role(role: str, evidence: Mapping[str, Any]) -> RoleView:
-    policy, readings = evidence["policy"], evidence.get("readings", {})
-    top = str(evidence.get("endpoints", {}).get("run_tree", ""))
-    profile = policy.get("profiles", {}).get(role, {})
-    files = profile.get("filesystem", {})
-    # A profile grants folders (read, allow) and single files (read_file, allow_file).
-    reads = [*files.get("read", []), *files.get("read_file", [])]
-    writes = [*files.get("allow", []), *files.get("allow_file", [])]
-    mounts = tuple(Mount(_short(p, top), "read-only") for p in reads) + tuple(
-        Mount(_short(p, top), "read-write") for p in writes
-    )
-    process = profile.get("process", {})
-    rules = len(policy.get("seccomp_baseline", {}).get("rules", []))
-    filters = (
-        f"Landlock file rules; seccomp ({process.get('enforcement_mode', '?')} mode): the "
-        f"baseline of {rules} rules",
-        f"largest file it may write: {process.get('max_file_bytes', '?')} bytes",
-    )
-    host_status = readings.get(f"{role}_status_on_host", {})
-    uid = host_status.get("Uid", "").split()[:1]
-    network_section = profile.get("network", {})
-    route: tuple[str, ...] = ()
-    proxy = None
-    if network_section.get("block"):
-        network = "none: socket() is refused"
-    else:
-        credentials = network_section.get("custom_credentials", {})
-        supplier = credentials.get("supplier", {})
-        allowed = supplier.get("endpoint_policy", {}).get("allow", [])
-        route = tuple(f"{pair.get('method')} {pair.get('path')}" for pair in allowed)
-        proxy = policy.get("proxies", {}).get(role)
-        network = f"only its proxy, which forwards to {supplier.get('upstream', '?')}"
-    return RoleView(
-        role=role,
-        uid=f"uid {uid[0]}" if uid else _uid_unread(readings),
-        namespaces="none of its own (nono confines with Landlock and seccomp)",
-        filters=filters,
-        mounts=mounts,
-        network=network,
-        route=route,
-        proxy=proxy,
-    )
-
-
-def _uid_unread(readings: Mapping[str, Any]) -> str:
-    """What the box says of a role whose uid the run did not read from the host's /proc."""
-    read = [role for role in ROLES if f"{role}_status_on_host" in readings]
-    if not read:
-        return "uid: not read for this role"
-    return f"uid: not read (the host's /proc was read for the {' and '.join(read)} alone)"
-
-
-def role_views(evidence: Mapping[str, Any]) -> list[RoleView]:
-    build = _bubblewrap_role if evidence["layer"] == "bubblewrap" else _nono_role
-    return [replace(build(role, evidence), refused=_refusal(evidence, role)) for role in ROLES]
-
-
-def enclave(guest: Mapping[str, Any]) -> str | None:
-    """The guest's product name when it names an enclave (a Nitro sandbox's guest does)."""
-    product = guest.get("product_name")
-    return product if isinstance(product, str) and "enclave" in product.lower() else None
-
-
 # --- layout ---------------------------------------------------------------------------------
 
 
@@ -276,7 +126,7 @@ def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
     holds = evidence.get("controller", {})
     top = str(evidence.get("endpoints", {}).get("run_tree", ""))
     width = CONTROLLER_W
-    key_file = _short(str(holds.get("supplier_key_file", "?")), top)
+    key_file = short_path(str(holds.get("supplier_key_file", "?")), top)
     lines = [
         *_wrap(
             f"starts each role under its {POLICY_NAME[evidence['layer']]} \u2192", width, "strong"
@@ -335,25 +185,8 @@ def _controller_lines(evidence: Mapping[str, Any]) -> list[Text]:
     return lines
 
 
-def control_pairs(calls: Sequence[Mapping[str, Any]]) -> set[tuple[Any, Any]]:
-    """The method/path pairs a role tried and its proxy refused: the controller's own call of
-    the same pair, answered by the supplier, is that refusal's control, not a call of its work."""
-    return {
-        (call.get("method"), call.get("path"))
-        for call in calls
-        if call.get("by") in ROLES and not call.get("reaches_upstream")
-    }
-
-
 def _height(lines: Sequence[Text]) -> float:
     return 30 + LINE * len(lines) + 6
-
-
-def _refusal(evidence: Mapping[str, Any], role: str) -> str | None:
-    """The errno of the role's own TCP connection to the controller's loopback."""
-    answers = evidence.get("attack_answers", {}).get("roles", {}).get(role, {})
-    answer = answers.get("tcp4")
-    return answer if isinstance(answer, str) and answer != "ok" else None
 
 
 def picture(evidence: Mapping[str, Any]) -> Picture:

@@ -44,7 +44,7 @@ from app.tools.attacks import (
     LayerAnswers,
     describe,
 )
-from app.tools.controls import host_control
+from app.tools.host_controls import host_control
 from app.tools.layer import ToolRunner
 from app.tools.seccomp import resolve_syscall
 from app.tools.undumpable_checks import check_undumpable

@@ -13,26 +13,56 @@ and hands the run its own checks. The run calls those checks as named steps:
 
 ``process_sections`` and ``boundary_sections`` are the sections the two steps make, in the
 catalogue's order (app/tools/catalogue/order.py).
+
+What a layer says of itself before any run (``LayerAnswers``): the elements of its roles'
+policies, how to build it with or without one of them (``--break``), the places a work
+directory must not be, what it refuses in the directory's name, and its prerequisites here.
+The controller asks these through the registry of shipped layers (app/tools/registry.py),
+never a layer's own modules.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, ClassVar, Literal, Protocol
 
 from app.core.catalogue import Entry, Section
 from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolResult
-from app.core.roles import Layer, Role
+from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
+from app.core.run_tree import ToolIdentity
 from app.tools.attacks import AttackAnswers
-from app.tools.control import run_unconfined
+from app.tools.prerequisites import Prerequisite
+from app.tools.unconfined import run_unconfined
 
 Direction = Literal["in", "out"]
+# How a role's tool process may use a place its policy shows it.
+GrantMode = Literal["read-only", "read-write", "own tmpfs", "own /proc"]
+
+
+@dataclass(frozen=True)
+class Grant:
+    """One place a role's policy as applied shows its tool process, for the boundary picture:
+    the path the role names, how it may use it, and the host path a bind shows there."""
+
+    target: str
+    mode: GrantMode
+    source: str | None = None
+
+    def as_json(self) -> dict[str, str]:
+        shown = {"target": self.target, "mode": self.mode}
+        return shown if self.source is None else {**shown, "source": self.source}
+
+
+def grants_json(grants: Mapping[Role, tuple[Grant, ...]]) -> dict[str, list[dict[str, str]]]:
+    """Each role's grants as evidence.json holds them (``policy.grants``)."""
+    return {role: [grant.as_json() for grant in found] for role, found in grants.items()}
 
 
 @dataclass(frozen=True)
@@ -155,8 +185,14 @@ class ConfinementLayer(ABC):
         return f"{base}/{name}" if name else base
 
     @abstractmethod
+    def grants(self) -> dict[Role, tuple[Grant, ...]]:
+        """What each role's policy as this run applied it shows its tool process, read by the
+        layer's own walker of that policy: evidence.json's ``policy.grants``."""
+
+    @abstractmethod
     def evidence(self) -> dict[str, Any]:
-        """The policy this run actually applied (argument lists, profiles), for evidence.json."""
+        """The policy this run actually applied (argument lists, profiles, ``grants``), for
+        evidence.json."""
 
     @abstractmethod
     def policy_in_force(self) -> dict[Role, Any]:
@@ -177,3 +213,52 @@ class ConfinementLayer(ABC):
 
     def close(self) -> None:  # noqa: B027 (an optional hook)
         """Releases what the layer started (proxies). Idempotent."""
+
+
+LayerFactory = Callable[[Run], ConfinementLayer]
+
+
+class LayerAnswers(ABC):
+    """What a shipped layer says of itself before any run: the controller's and doctor's only
+    way to a layer's own knowledge."""
+
+    name: ClassVar[Layer]
+    # Where its committed policy files are (policies/<layer>/), elements.json among them.
+    committed_dir: ClassVar[Path]
+
+    def policy_elements(self) -> list[tuple[Role, str, str | None]]:
+        """Each element of each role's committed policy, in elements.json's order, with the id
+        of the check that fails without it (None for a redundant one): what --break names."""
+        accounting = json.loads((self.committed_dir / "elements.json").read_text("utf-8"))
+        found: list[tuple[Role, str, str | None]] = []
+        for role in ROLES:
+            for entry in accounting["roles"][role]:
+                watched = entry.get("fails_without_it")
+                found.append(
+                    (role, str(entry["element"]), None if watched is None else str(watched))
+                )
+        return found
+
+    @abstractmethod
+    def factory(self) -> LayerFactory:
+        """The layer as shipped; LayerUnavailable when its library cannot be imported here."""
+
+    @abstractmethod
+    def without(self, role: Role, element: str) -> LayerFactory:
+        """The layer with ``element`` (a name of its committed elements.json) left out of
+        ``role``'s policy, and out of the committed files the run checks it against, as if the
+        change had been merged: the run then stops at the check that watches the element."""
+
+    @abstractmethod
+    def work_dir_conflicts(self) -> dict[PurePosixPath, str]:
+        """The host paths where a tool process sees something other than the controller does,
+        each with a clause saying what: a work directory there would be hidden from the tools
+        (a false FAIL) or shown to them (a real leak)."""
+
+    def work_dir_name_refused(self, base: Path) -> tuple[str, str] | None:
+        """What in ``base``'s name this layer cannot carry, and the remedy; None when nothing."""
+        return None
+
+    @abstractmethod
+    def prerequisites(self, tool: ToolIdentity, directory: Path) -> list[Prerequisite]:
+        """The list the layer's preflight stops on, for a run at ``tool`` under ``directory``."""

@@ -1,20 +1,20 @@
 """One named element of one role's committed policy, left out on purpose (``--break``), so that
 a reader can see the run stop at the check that watches it.
 
-The names are those of the committed ``policies/<layer>/elements.json``, written
-``<role>:<element>``: ``reader:--unshare-net`` (a bubblewrap element), ``evaluator:network.block``
-(a nono one). A name that both layers' files hold is taken as the chosen layer's.
+The names are those of the committed ``policies/<layer>/elements.json``, as each layer lists
+them (app/tools/layer.py's LayerAnswers.policy_elements), written ``<role>:<element>``:
+``reader:--unshare-net`` (a bubblewrap element), ``evaluator:network.block`` (a nono one). A
+name that both layers' files hold is taken as the chosen layer's.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Final
 
 from app.core.errors import BadInput
-from app.core.repo import POLICIES_DIR
-from app.core.roles import ROLES, Layer, Role
+from app.core.roles import Layer, Role
+from app.tools.registry import answers
 
 LIST: Final = "list"
 EXAMPLE: Final = "reader:--unshare-net"
@@ -37,17 +37,11 @@ class PolicyBreak:
 
 def listed() -> list[PolicyBreak]:
     """Every element of every role's committed policy, both layers, in the files' order."""
-    found = []
-    for layer in Layer:
-        accounting = json.loads((POLICIES_DIR / layer.value / "elements.json").read_text("utf-8"))
-        for role in ROLES:
-            for entry in accounting["roles"][role]:
-                watched = entry.get("fails_without_it")
-                element = str(entry["element"])
-                found.append(
-                    PolicyBreak(layer, role, element, None if watched is None else str(watched))
-                )
-    return found
+    return [
+        PolicyBreak(layer, role, element, watched_by)
+        for layer in Layer
+        for role, element, watched_by in answers(layer).policy_elements()
+    ]
 
 
 def parse(name: str, layer: Layer | None = None) -> PolicyBreak:

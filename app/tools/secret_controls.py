@@ -23,8 +23,8 @@ from pathlib import Path
 from app.core.results import Errno, ToolResult
 from app.core.run import Run
 from app.tools import catalogue as c
-from app.tools.control import run_unconfined
 from app.tools.layer import ToolRunner
+from app.tools.unconfined import run_unconfined
 
 
 def _controller_opens(path: Path) -> ToolResult:

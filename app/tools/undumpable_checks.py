@@ -2,7 +2,7 @@
 its memory, its environment and its descriptors, beside a dumpable process at the same uid that
 the same probe reaches.
 
-The probe is the unconfined control's program (the controller's own, app/tools/control.py),
+The probe is the unconfined control's program (the controller's own, app/tools/unconfined.py),
 at the tools' uid. It proves something only where that uid is the controller's, as in the
 cluster and the rehearsal: locally the controller is root and its tools run at another uid.
 Yama, where it restricts ptrace, would refuse the sibling too, and the flag could not be told

@@ -16,8 +16,8 @@ import nono_py
 import pytest
 
 from app.controller.doctor import FILE_SIZE_LIMIT, WORK_DIR_HOLDS_A_RUN
-from app.controller.workdir import NONO_REFUSED_CHARACTERS
 from app.core.errors import shown
+from app.tools.nono.answers import NONO_REFUSED_CHARACTERS
 from tests.support.entry_points import (
     controller,
     doctor_fail,

@@ -19,9 +19,9 @@ import pytest
 from app.controller.evidence_document import CHECKS_SCHEMA_VERSION, EVIDENCE_SCHEMA_VERSION
 from app.core.repo import POLICIES_DIR
 from app.core.roles import ROLES, Layer
+from app.report.boundary_views import role_views
 from app.report.layer_comparison import write_layer_comparison
 from app.report.page import ReportInputs, render_report, within_run_tree
-from app.report.picture import role_views
 from app.tools.attacks import ATTACKS, PROBES
 from tests.support import browser
 from tests.support.dom import Element, find, inside, parse
@@ -225,7 +225,9 @@ def test_hostile_tool_text_shows_as_text(page_runs: Runs, tmp_path: Path, chromi
     out = page_runs.out(Layer.BUBBLEWRAP)
     evidence = page_runs.document(Layer.BUBBLEWRAP, "evidence.json")
     checks = page_runs.document(Layer.BUBBLEWRAP, "checks.json")
-    evidence["policy"]["bwrap_argument_lists"]["reader"] += ["--ro-bind", "/x", HOSTILE_TOOL_TEXT]
+    evidence["policy"]["grants"]["reader"].append(
+        {"target": HOSTILE_TOOL_TEXT, "mode": "read-only", "source": "/x"}
+    )
     evidence["guest"]["kernel"] = HOSTILE_TOOL_TEXT
     checks["checks"][0]["detail"] = HOSTILE_TOOL_TEXT
     comparison = page_runs.document(Layer.BUBBLEWRAP, "comparison.json")

@@ -13,7 +13,7 @@ import pytest
 
 from app.controller.cli import main
 from app.core.roles import ROLES, Layer
-from app.report.picture import control_pairs
+from app.report.boundary_views import control_pairs
 from tests.support import browser
 from tests.support.dom import find, inside, parse
 from tests.support.report_runs import Runs

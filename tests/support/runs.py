@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from app.controller.run import RunOptions, run_case
-from app.controller.shipped_layers import LayerFactory
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
@@ -29,6 +28,7 @@ from app.core.run_tree import (
     write_secret_file,
 )
 from app.tools.at_once import made_at_once
+from app.tools.layer import LayerFactory
 from tests.support.attested_run import assert_failure_kept
 
 # The discard port on loopback: an address no test service listens on.

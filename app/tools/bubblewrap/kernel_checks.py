@@ -13,7 +13,7 @@ from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.catalogue import bubblewrap as c
-from app.tools.controls import host_control
+from app.tools.host_controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
 

@@ -22,6 +22,7 @@ from app.tools.bubblewrap.policy import (
     OUTPUT_MOUNT,
     BubblewrapPolicy,
     bwrap_argv,
+    mounts,
     per_call_args,
     shipped_elements,
 )
@@ -32,7 +33,7 @@ from app.tools.bubblewrap.preflight import (
     start_failure,
 )
 from app.tools.execution import exec_as_tool, make_release_fifo, spawn_as_tool
-from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.layer import ConfinementLayer, Direction, Grant, GrantMode, Refusals, grants_json
 from app.tools.seccomp import SeccompFilter, baseline_filter, program_fd
 
 REFUSALS = Refusals(
@@ -43,6 +44,15 @@ REFUSALS = Refusals(
     output_create=Errno.EROFS,
     output_create_reason="the directory is mounted read-only; only its files are bound writable",
 )
+
+
+# How each mount of a vector shows a place to the role, for the boundary picture.
+MOUNT_MODES: dict[str, GrantMode] = {
+    "--ro-bind": "read-only",
+    "--bind": "read-write",
+    "--tmpfs": "own tmpfs",
+    "--proc": "own /proc",
+}
 
 
 @dataclass(frozen=True)
@@ -228,6 +238,12 @@ class BubblewrapLayer(ConfinementLayer):
             role: list(self._argument_lists[role]) for role in ROLES if role in self._argument_lists
         }
 
+    def grants(self) -> dict[Role, tuple[Grant, ...]]:
+        return {
+            role: tuple(Grant(m.destination, MOUNT_MODES[m.option], m.source) for m in mounts(argv))
+            for role, argv in self.argument_lists().items()
+        }
+
     def evidence(self) -> dict[str, Any]:
         baseline = baseline_filter()
         readings = self._readings
@@ -243,6 +259,7 @@ class BubblewrapLayer(ConfinementLayer):
                 "omit_for": sorted(f"{role}: {key}" for role, key in self.policy.omit_for),
             },
             "bwrap_argument_lists": self.argument_lists(),
+            "grants": grants_json(self.grants()),
             "largest_tool_peak_kib": self.tool_peak_kib,
             "bwrap_control_calls": [
                 {"role": c.role, "purpose": c.purpose, "argv": c.argv}

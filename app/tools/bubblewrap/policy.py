@@ -280,17 +280,35 @@ def per_call_args(
     return [*head, "--", *WORKER_COMMAND, *options, action, *args]
 
 
-def mount_destinations(argv: Sequence[str]) -> list[str]:
-    """The sandbox paths a vector mounts something on, in order (symlinks and dirs excluded)."""
-    destinations = []
+@dataclass(frozen=True)
+class Mount:
+    """One mount a vector makes: its option, the host path it shows (a bind's; None for a
+    tmpfs or a procfs) and the sandbox path it mounts on."""
+
+    option: str
+    source: str | None
+    destination: str
+
+
+def mounts(argv: Sequence[str]) -> list[Mount]:
+    """The mounts a vector makes, in order (symlinks and dirs excluded): the one walk of an
+    argument list, which reads each option's operands by the table above, never an operand (a
+    hostname, an environment value) as an option."""
+    found = []
     index = 1  # argv[0] is the program
     while index < len(argv) and argv[index] != "--":
         option = argv[index]
         operands = _OPERANDS.get(option, 0)
         if option in _MOUNT_OPTIONS:
-            destinations.append(argv[index + operands])
+            source = argv[index + 1] if operands == 2 else None
+            found.append(Mount(option, source, argv[index + operands]))
         index += 1 + operands
-    return destinations
+    return found
+
+
+def mount_destinations(argv: Sequence[str]) -> list[str]:
+    """The sandbox paths a vector mounts something on, in order (symlinks and dirs excluded)."""
+    return [mount.destination for mount in mounts(argv)]
 
 
 def expected_environment() -> list[str]:

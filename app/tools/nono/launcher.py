@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
+import nono_py
+
 from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
@@ -25,7 +27,7 @@ from app.core.tool_environment import tool_environment
 from app.core.tool_limits import tool_limits
 from app.tools.at_once import AT_ONCE_WIDTH
 from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
-from app.tools.layer import ConfinementLayer, Direction, Refusals
+from app.tools.layer import ConfinementLayer, Direction, Grant, Refusals, grants_json
 from app.tools.loader import FILTER_OPTION
 from app.tools.nono.channel import NONO_WORKER_COMMAND
 from app.tools.nono.checks import NonoChecks
@@ -377,10 +379,23 @@ class NonoLayer(ConfinementLayer):
         # exit of its own) came after nono started the tool: it is the tool's, untrusted, and
         # the run stops (exit 1).
 
+    def grants(self) -> dict[Role, tuple[Grant, ...]]:
+        # Each live profile's file grants as the launcher reads them (translate.py), reads first.
+        found = {role: grants(role, self.live_profile(role)).files for role in ROLES}
+        writes = nono_py.AccessMode.READ_WRITE
+        return {
+            role: tuple(
+                Grant(f.path, "read-write" if f.access == writes else "read-only")
+                for f in sorted(files, key=lambda f: f.access == writes)
+            )
+            for role, files in found.items()
+        }
+
     def evidence(self) -> dict[str, Any]:
         return {
             "interpreter": INTERPRETER,
             "profiles": {role: self.live_profile(role) for role in ROLES},
+            "grants": grants_json(self.grants()),
             "omitted": sorted(f"{role}: {element}" for role, element in self.omit),
             # Made at once with other checks' calls: in an order of their own, not the run's.
             "control_calls": sorted(self._controls, key=lambda c: (c["role"], c["purpose"])),

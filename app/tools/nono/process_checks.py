@@ -12,7 +12,7 @@ from app.core.results import Errno, ToolRunError, listing
 from app.core.run import Run
 from app.tools.attacks import FILTER_SAMPLES, kernel_call_args
 from app.tools.catalogue import nono as c
-from app.tools.controls import host_control
+from app.tools.host_controls import host_control
 from app.tools.inherited import inherited_filters, over_inherited
 from app.tools.loader import FILTER_OPTION
 from app.tools.nono.channel import NONO_WORKER_COMMAND

@@ -6,7 +6,7 @@ import io
 
 from app.core.catalogue import Check, Section
 from app.core.checklog import CheckLog
-from app.tools.controls import host_control
+from app.tools.host_controls import host_control
 
 SUCCEEDS = Check("test.call.control", "control: the call succeeds")
 EFAULT = Check("test.io-uring.control", "control: io_uring_setup EFAULT")
