@@ -162,3 +162,12 @@ def test_the_sandbox_runtime_class_is_read_after_pulumi_eks_is_done() -> None:
     (wait,) = stack.of_type("pulumi-python:dynamic:Resource")
     assert stack.one(EKS_COMPONENT)["urn"] in wait["dependencies"]
     assert wait["urn"] in read["dependencies"]
+
+
+def test_the_dns_address_the_egress_policy_allows_comes_from_the_cluster_pulumi_eks_made() -> None:
+    # The mocked EKS answers the service CIDR 10.100.0.0/16 once it has made the cluster.
+    stack = _created(preview=False, egressPolicy=True)
+    assert stack.outputs["clusterDnsAddress"] == "10.100.0.10"
+    # A preview cannot know it: EKS picks the CIDR when it creates the cluster.
+    preview = _created(preview=True, egressPolicy=True)
+    assert preview.outputs["clusterDnsAddress"] == {"__unknown__": True}

@@ -245,6 +245,7 @@ class ProgramMocks(pulumi.runtime.Mocks):
         self._children: list[tuple[str, str, eks_component.Child, dict[str, Any]]] = []
 
     def take_children(self) -> list[tuple[str, str, eks_component.Child, dict[str, Any]]]:
+        """The children made since the last call: (urn, id, child, state) each."""
         children, self._children = self._children, []
         return children
 
@@ -255,7 +256,14 @@ class ProgramMocks(pulumi.runtime.Mocks):
         name = str(child.inputs["name"])
         state = dict(child.inputs)
         resource_id = ""
-        if not self.preview:
+        if self.preview:
+            # What EKS computes is unknown before the cluster exists, the service CIDR too.
+            network = {
+                **(state.get("kubernetesNetworkConfig") or {}),
+                "serviceIpv4Cidr": rpc.UNKNOWN,
+            }
+            state["kubernetesNetworkConfig"] = network
+        else:
             resource_id = name
             state |= {
                 "arn": self._arn("eks", f"cluster/{name}", self.region),
@@ -301,18 +309,6 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 state |= {"repositoryUrl": url, "registryId": ACCOUNT_ID}
             case "docker-build:index:Image":
                 state |= {"digest": DIGEST, "ref": ""}
-            case "aws:eks/cluster:Cluster":
-                state |= {
-                    "arn": self._arn("eks", f"cluster/{state['name']}", self.region),
-                    "endpoint": f"https://{state['name']}.eks.{self.region}.amazonaws.com",
-                    "certificateAuthority": {"data": CLUSTER_CA},
-                    "kubernetesNetworkConfig": {
-                        **(state.get("kubernetesNetworkConfig") or {}),
-                        "ipFamily": "ipv4",
-                        "serviceIpv4Cidr": self.world.service_ipv4_cidr,
-                    },
-                }
-                return str(state["name"]), state
             case "aws:kms/key:Key":
                 key_id = "0a1b2c3d-0000-4000-8000-000000000001"
                 state |= {"arn": self._arn("kms", f"key/{key_id}", self.region), "keyId": key_id}
