@@ -13,6 +13,7 @@ from .pod_specs import (
     RUNTIME_DEFAULT,
     DeployValue,
     app_user,
+    image_node_selector,
     layer_labels,
     no_privilege,
 )
@@ -51,6 +52,7 @@ def comparison_job_spec(
     pod: dict[str, Any] = {
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
+        "nodeSelector": image_node_selector(),
         "securityContext": {**app_user(), "seccompProfile": RUNTIME_DEFAULT},
         # Onto the node where this layer's analyst pod is running, and only there.
         "affinity": {

@@ -89,6 +89,7 @@ class StackConfig(BaseModel):
     cluster_mode: ClusterMode = Field(ClusterMode.EXISTING, alias="clusterMode")
     cluster_name: str = Field("procurement-analyst", alias="clusterName")
     kubernetes_version: str = Field("1.36", alias="kubernetesVersion")
+    cluster_creator_admin: bool = Field(False, alias="clusterCreatorAdmin")
     namespace: str = "procurement-analyst"
     case_id: str = Field("rfp-001", alias="caseId")
     model_id: str = Field("global.anthropic.claude-sonnet-4-5-20250929-v1:0", alias="modelId")
@@ -238,6 +239,12 @@ class StackConfig(BaseModel):
                     f"clusterMode create needs subnetIds: at least {MIN_SUBNETS} subnets of vpcId"
                     " in different Availability Zones"
                 )
+        elif self.cluster_creator_admin:
+            # A key the existing cluster would ignore is refused, not ignored.
+            raise ValueError(
+                "clusterCreatorAdmin applies to clusterMode create only: an existing cluster's"
+                " access entries are its own"
+            )
         return self
 
     @model_validator(mode="after")

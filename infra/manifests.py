@@ -22,8 +22,8 @@ from .pod_specs import (
     JobInputs,
     job_spec,
     labels,
-    supplier_pod_spec,
 )
+from .supplier_pod import supplier_pod_spec
 from .targets import POD_SECURITY_VERSION
 
 ANALYST_SERVICE_ACCOUNT = "analyst"

@@ -1,4 +1,5 @@
-"""Builds the pod specs of the analyst Jobs and the supplier API, as plain Kubernetes dicts.
+"""Builds the pod specs of the analyst Jobs, as plain Kubernetes dicts, and what every pod of the
+stack shares (its user, its hardening, its labels, its node architecture).
 
 Pure: settings in, camelCase dicts (the shape `kubectl get -o yaml` shows) out, so every
 security-relevant field can be tested without an engine and read in review as it will be
@@ -11,8 +12,6 @@ from dataclasses import dataclass
 from typing import Any, assert_never
 
 from app.core import cluster_env as env
-from app.core.control_case import renamed
-from app.core.ids import OTHER_CASE_ID, other_case_id
 from app.core.roles import Layer
 
 from .security_profiles import apparmor_profile_name, localhost_seccomp_profile
@@ -31,10 +30,6 @@ APP_UID = 1000
 ANALYST_RESOURCES_FROM_BENCH: dict[str, dict[str, str]] = {
     "requests": {"cpu": "500m", "memory": "512Mi"},
     "limits": {"cpu": "1", "memory": "1Gi"},
-}
-SUPPLIER_RESOURCES: dict[str, dict[str, str]] = {
-    "requests": {"cpu": "50m", "memory": "64Mi"},
-    "limits": {"cpu": "250m", "memory": "256Mi"},
 }
 INIT_RESOURCES: dict[str, dict[str, str]] = {
     "requests": {"cpu": "10m", "memory": "16Mi"},
@@ -77,6 +72,18 @@ POD_IDENTITY_SKIP = "eks.amazonaws.com/skip-containers"
 LAYER_LABEL = env.LAYER_LABEL
 
 RUNTIME_DEFAULT = {"type": "RuntimeDefault"}
+
+# Both images are built for this architecture only (infra/components/images.py builds
+# linux/<IMAGE_ARCH>), so every pod that runs one is placed on nodes of it: on a node of another
+# architecture the first exec fails (`exec format error`). The label is the kubelet's own:
+# https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-arch
+IMAGE_ARCH = "amd64"
+ARCH_LABEL = "kubernetes.io/arch"
+
+
+def image_node_selector() -> dict[str, str]:
+    """The nodeSelector of every pod that runs one of the stack's images."""
+    return {ARCH_LABEL: IMAGE_ARCH}
 
 
 def app_user() -> dict[str, Any]:
@@ -160,44 +167,6 @@ class JobSettings:
             node_apparmor=self.node_apparmor,
             egress_denied=self.egress_denied,
         )
-
-
-def supplier_command(case_id: str) -> list[str]:
-    """The supplier API's command line; the one place its flags are spelled.
-
-    It serves the AccessDenied control's case too, under the id the controller asks for
-    (`other_case_id`): the nono run's control shows the supplier API accepting a read of that
-    case from the controller, which a role's proxy refuses. That case is the shipped template's
-    folder, served under another id when the stack's own case is the template's.
-    """
-    template = f"{env.CASES_DIR}/{OTHER_CASE_ID}"
-    control = (
-        ["--case-dir-as", other_case_id(case_id), template]
-        if renamed(case_id)
-        else ["--case-dir", template]
-    )
-    return [
-        "python",
-        "-m",
-        "app.supplier_api",
-        "serve",
-        "--case-dir",
-        f"{env.CASES_DIR}/{case_id}",
-        *control,
-        "--key-file",
-        f"{env.SUPPLIER_KEY_DIR}/{env.SUPPLIER_KEY_ITEM}",
-        "--cert",
-        f"{env.SUPPLIER_TLS_DIR}/tls.crt",
-        "--key",
-        f"{env.SUPPLIER_TLS_DIR}/tls.key",
-        # Every interface of its pod: the Services reach it on the pod IP.
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(env.SUPPLIER_PORT),
-        "--log",
-        env.SUPPLIER_LOG,
-    ]
 
 
 def analyst_command(layer: Layer, case_id: str) -> list[str]:
@@ -368,10 +337,11 @@ def _pod(
         # variables into the pod, whatever this field says.
         "automountServiceAccountToken": False,
         "restartPolicy": "Never",
+        "nodeSelector": image_node_selector(),
         "securityContext": security,
         "containers": containers,
         "volumes": [
-            _secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
+            secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
             {"name": "supplier-ca", "configMap": {"name": env.SUPPLIER_CA_CONFIGMAP}},
             {"name": RUN_DIR_VOLUME, "emptyDir": {}},
             {"name": TMP_VOLUME, "emptyDir": {}},
@@ -384,44 +354,9 @@ def _pod(
     return spec
 
 
-def _secret_volume(volume: str, secret: str, *items: str) -> dict[str, Any]:
+def secret_volume(volume: str, secret: str, *items: str) -> dict[str, Any]:
+    """A Secret mounted as files of KEY_FILE_MODE; only the items named, when any are."""
     source: dict[str, Any] = {"secretName": secret, "defaultMode": KEY_FILE_MODE}
     if items:
         source["items"] = [{"key": item, "path": item} for item in items]
     return {"name": volume, "secret": source}
-
-
-def supplier_pod_spec(*, image: DeployValue, case_id: str) -> dict[str, Any]:
-    """The supplier API's pod: an ordinary, fully hardened pod outside the sandbox."""
-    return {
-        "automountServiceAccountToken": False,
-        "securityContext": {
-            **app_user(),
-            "fsGroup": APP_UID,
-            "seccompProfile": dict(RUNTIME_DEFAULT),
-        },
-        "containers": [
-            {
-                "name": "supplier-api",
-                "image": image,
-                "workingDir": env.APP_DIR,
-                "command": supplier_command(case_id),
-                "ports": [{"name": "https", "containerPort": env.SUPPLIER_PORT}],
-                "readinessProbe": {"tcpSocket": {"port": "https"}, "periodSeconds": 5},
-                "resources": SUPPLIER_RESOURCES,
-                "securityContext": no_privilege(),
-                "volumeMounts": [
-                    {"name": "supplier-key", "mountPath": env.SUPPLIER_KEY_DIR, "readOnly": True},
-                    {"name": "supplier-tls", "mountPath": env.SUPPLIER_TLS_DIR, "readOnly": True},
-                    {"name": "request-log", "mountPath": env.SUPPLIER_LOG_DIR},
-                    {"name": TMP_VOLUME, "mountPath": "/tmp"},
-                ],
-            }
-        ],
-        "volumes": [
-            _secret_volume("supplier-key", env.SUPPLIER_KEY_SECRET, env.SUPPLIER_KEY_ITEM),
-            _secret_volume("supplier-tls", env.SUPPLIER_TLS_SECRET, "tls.crt", "tls.key"),
-            {"name": "request-log", "emptyDir": {}},
-            {"name": TMP_VOLUME, "emptyDir": {}},
-        ],
-    }

@@ -1,68 +1,87 @@
-"""A new EKS Auto Mode cluster in the stack's VPC, with an access entry for the deploying identity.
+"""A new EKS Auto Mode cluster in the stack's VPC, made by pulumi-eks, with the creator's admin
+grant as the stack config says.
 
-Built from the AWS provider's own resources rather than a higher-level component so that two
-settings stay explicit: the subnets (never a default VPC) and the access (EKS's implicit
-cluster-creator admin is turned off; the deploying identity gets an explicit, managed access
-entry instead, so another identity running `pulumi up` later is a visible change).
+pulumi-eks's `eks.Cluster` (a multi-language component: its resources are made by the
+pulumi-eks plugin, not in this process) makes the cluster, its service role and Auto Mode's node
+role, with Auto Mode's built-in node pools (`general-purpose`, `system`) and the access entries
+given here. Two settings are set explicitly rather than left to its defaults:
+
+- the creator's admin grant. With an authentication mode set, pulumi-eks always creates the
+  EKS cluster with `accessConfig.bootstrapClusterCreatorAdminPermissions: true` and has no
+  input for it (pulumi/pulumi-eks `nodejs/eks/cluster/cluster.ts`, `createCore`, the
+  `accessConfig` of its `aws.eks.Cluster`; the Python SDK's `ClusterArgs` has no such field).
+  With `clusterCreatorAdmin: false` (the default) a transform on the component sets it to false
+  on that child (transforms reach the children of packaged components:
+  https://www.pulumi.com/docs/iac/concepts/options/transformations/), and the deploying identity
+  gets a managed access entry with AmazonEKSClusterAdminPolicy instead. With `true`, EKS makes
+  its own unmanaged admin entry for the creator, and no second entry is made for the same
+  principal (EKS allows one access entry per principal and cluster).
+- the CoreDNS add-on: pulumi-eks adds it to an Auto Mode cluster unless told not to
+  (`cluster.ts`, the `corednsAddonOptions` check); Auto Mode runs DNS on the node itself, which
+  is the resolver the egress policy allows by address (infra/egress.py).
+
 Auto Mode roles and settings: https://docs.aws.amazon.com/eks/latest/userguide/create-cluster-auto.html
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 import pulumi_aws as aws
+import pulumi_eks as eks
+
+CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
+# The child of eks.Cluster that is the EKS cluster itself, and the field pulumi-eks pins.
+EKS_CLUSTER_TYPE = "aws:eks/cluster:Cluster"
+CREATOR_ADMIN_FIELD = "bootstrapClusterCreatorAdminPermissions"
+# Auto Mode's node pools, both built in: the analyst's pods land on general-purpose nodes.
+NODE_POOLS = ("general-purpose", "system")
 
 
 @dataclass(frozen=True)
 class AutoModeSettings:
-    """What a created cluster is made from: its name, version and network."""
+    """What a created cluster is made from: its name, version, network and who administers it."""
 
     name: str
     kubernetes_version: str
     vpc_id: str
     subnet_ids: tuple[str, ...]
+    # clusterCreatorAdmin: EKS's own admin entry for the identity that creates the cluster.
+    creator_admin: bool = False
+    # The deploying identity's AWS profile and role, for pulumi-eks's own kubeconfig.
+    aws_profile: str = ""
+    aws_role_arn: str = ""
 
 
-# Auto Mode's node pools, both built in: the analyst's pods land on general-purpose nodes.
-NODE_POOLS = ["general-purpose", "system"]
-
-# Managed policies the cluster role needs for Auto Mode's compute, storage, load balancing and
-# networking, and the node role for joining and pulling images.
-CLUSTER_POLICIES = (
-    "AmazonEKSClusterPolicy",
-    "AmazonEKSComputePolicy",
-    "AmazonEKSBlockStoragePolicy",
-    "AmazonEKSLoadBalancingPolicy",
-    "AmazonEKSNetworkingPolicy",
-)
-NODE_POLICIES = ("AmazonEKSWorkerNodeMinimalPolicy", "AmazonEC2ContainerRegistryPullOnly")
-CLUSTER_ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
-
-
-def service_trust_policy(service: str, *actions: str) -> str:
-    """A trust policy letting one AWS service principal assume the role."""
-    return json.dumps(
-        {
-            "Version": "2012-10-17",
-            "Statement": [
-                {"Effect": "Allow", "Principal": {"Service": service}, "Action": list(actions)}
-            ],
-        }
+def without_creator_admin(
+    args: pulumi.ResourceTransformArgs,
+) -> pulumi.ResourceTransformResult | None:
+    """Turns EKS's implicit admin for the cluster's creator off on pulumi-eks's EKS cluster; every
+    other resource is left as it is. The props arrive as the engine names them (camelCase)."""
+    if args.type_ != EKS_CLUSTER_TYPE:
+        return None
+    access = args.props.get("accessConfig")
+    if not isinstance(access, dict):
+        # pulumi-eks sets it as a plain object whenever an authentication mode is set.
+        raise TypeError(f"{args.name}: accessConfig is {access!r}, not the object pulumi-eks sets")
+    access = {**access, CREATOR_ADMIN_FIELD: False}
+    return pulumi.ResourceTransformResult(
+        props={**args.props, "accessConfig": access}, opts=args.opts
     )
 
 
 class AutoModeCluster(pulumi.ComponentResource):
-    """The cluster, its two roles, and the deploying identity's access entry."""
+    """The pulumi-eks cluster and what the stack reads of it."""
 
+    cluster: eks.Cluster
     cluster_name: pulumi.Output[str]
     cluster_arn: pulumi.Output[str]
     endpoint: pulumi.Output[str]
     ca_data: pulumi.Output[str]
+    # The IAM principal given the managed admin entry; empty with the creator's own grant.
     admin_principal_arn: pulumi.Output[str]
-    admin_access: aws.eks.AccessPolicyAssociation
     # The service CIDR EKS chose (none is set here), which places the cluster DNS address.
     service_cidr: pulumi.Output[str]
 
@@ -74,79 +93,65 @@ class AutoModeCluster(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("analyst:cluster:AutoModeCluster", name, None, opts)
-        self._opts = pulumi.ResourceOptions(parent=self, provider=aws_provider)
         invoke = pulumi.InvokeOutputOptions(parent=self, provider=aws_provider)
-        partition = aws.get_partition_output(opts=invoke).partition
-        cluster_role, cluster_policies = self._role(
-            f"{name}-cluster-role",
-            "eks.amazonaws.com",
-            ["sts:AssumeRole", "sts:TagSession"],
-            CLUSTER_POLICIES,
-            partition,
-        )
-        node_role, node_policies = self._role(
-            f"{name}-node-role", "ec2.amazonaws.com", ["sts:AssumeRole"], NODE_POLICIES, partition
-        )
-        cluster = aws.eks.Cluster(
+        access_entries: dict[str, eks.AccessEntryArgs] = {}
+        if settings.creator_admin:
+            self.admin_principal_arn = pulumi.Output.from_input("")
+        else:
+            # The deploying identity as IAM knows it: an assumed role's session ARN names the role.
+            caller = aws.get_caller_identity_output(opts=invoke)
+            principal = aws.iam.get_session_context_output(arn=caller.arn, opts=invoke).issuer_arn
+            partition = aws.get_partition_output(opts=invoke).partition
+            admin_policy = pulumi.Output.concat(
+                "arn:", partition, ":eks::aws:cluster-access-policy/", CLUSTER_ADMIN_POLICY
+            )
+            access_entries["deployer"] = eks.AccessEntryArgs(
+                principal_arn=principal,
+                access_policies={
+                    "admin": eks.AccessPolicyAssociationArgs(
+                        policy_arn=admin_policy,
+                        access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
+                    )
+                },
+            )
+            self.admin_principal_arn = principal
+        self.cluster = eks.Cluster(
             f"{name}-eks",
             name=settings.name,
             version=settings.kubernetes_version,
-            role_arn=cluster_role.arn,
-            vpc_config={
-                "subnet_ids": list(settings.subnet_ids),
-                "endpoint_private_access": True,
-                "endpoint_public_access": True,
-            },
-            access_config={
-                "authentication_mode": "API",
-                # The creator gets no implicit admin entry: the explicit one below is managed,
-                # and creating both for one principal would conflict.
-                "bootstrap_cluster_creator_admin_permissions": False,
-            },
-            # Auto Mode: compute, block storage and load balancing are enabled together, and
-            # EKS manages the add-ons itself, Pod Identity's agent included.
-            bootstrap_self_managed_addons=False,
-            compute_config={
-                "enabled": True,
-                "node_pools": NODE_POOLS,
-                "node_role_arn": node_role.arn,
-            },
-            storage_config={"block_storage": {"enabled": True}},
-            kubernetes_network_config={"elastic_load_balancing": {"enabled": True}},
-            opts=pulumi.ResourceOptions.merge(
-                # EKS checks the roles' permissions when it creates the cluster.
-                self._opts,
-                pulumi.ResourceOptions(depends_on=[*cluster_policies, *node_policies]),
+            vpc_id=settings.vpc_id,
+            subnet_ids=list(settings.subnet_ids),
+            endpoint_private_access=True,
+            endpoint_public_access=True,
+            authentication_mode=eks.AuthenticationMode.API,
+            access_entries=access_entries,
+            # Auto Mode: compute, block storage and load balancing together; EKS manages the
+            # node's networking, DNS and the Pod Identity agent itself.
+            auto_mode=eks.AutoModeOptionsArgs(
+                enabled=True,
+                compute_config=eks.ClusterComputeConfigArgs(node_pools=list(NODE_POOLS)),
+            ),
+            coredns_addon_options=eks.CoreDnsAddonOptionsArgs(enabled=False),
+            # pulumi-eks refuses an explicit AWS provider without these: its own kubeconfig
+            # (and Kubernetes provider) then acts as the same identity as the stack.
+            provider_credential_opts=eks.KubeconfigOptionsArgs(
+                profile_name=settings.aws_profile or None,
+                role_arn=settings.aws_role_arn or None,
+            ),
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                providers={"aws": aws_provider},
+                transforms=[] if settings.creator_admin else [without_creator_admin],
             ),
         )
-        # The deploying identity as IAM knows it: an assumed role's session ARN names the role.
-        caller = aws.get_caller_identity_output(opts=invoke)
-        principal = aws.iam.get_session_context_output(arn=caller.arn, opts=invoke).issuer_arn
-        entry = aws.eks.AccessEntry(
-            f"{name}-deployer",
-            cluster_name=cluster.name,
-            principal_arn=principal,
-            type="STANDARD",
-            opts=self._opts,
-        )
-        self.admin_access = aws.eks.AccessPolicyAssociation(
-            f"{name}-deployer-admin",
-            cluster_name=cluster.name,
-            principal_arn=entry.principal_arn,
-            policy_arn=pulumi.Output.concat(
-                "arn:", partition, ":eks::aws:cluster-access-policy/", CLUSTER_ADMIN_POLICY
-            ),
-            access_scope={"type": "cluster"},
-            opts=self._opts,
-        )
-        self.cluster_name = cluster.name
-        self.cluster_arn = cluster.arn
-        self.endpoint = cluster.endpoint
-        self.ca_data = cluster.certificate_authority.data
-        self.admin_principal_arn = entry.principal_arn
-        self.service_cidr = cluster.kubernetes_network_config.apply(
-            # Known once EKS has made the cluster (unknown in a preview).
-            lambda network: str(network.service_ipv4_cidr or "") if network else ""
+        created = self.cluster.eks_cluster
+        self.cluster_name = created.apply(lambda cluster: cluster.name)
+        self.cluster_arn = created.apply(lambda cluster: cluster.arn)
+        self.endpoint = created.apply(lambda cluster: cluster.endpoint)
+        self.ca_data = created.apply(lambda cluster: cluster.certificate_authority.data)
+        # Known once EKS has made the cluster (unknown in a preview).
+        self.service_cidr = created.apply(
+            lambda cluster: cluster.kubernetes_network_config.apply(_service_ipv4_cidr)
         )
         self.register_outputs(
             {
@@ -158,24 +163,6 @@ class AutoModeCluster(pulumi.ComponentResource):
             }
         )
 
-    def _role(
-        self,
-        name: str,
-        service: str,
-        actions: list[str],
-        policies: tuple[str, ...],
-        partition: pulumi.Output[str],
-    ) -> tuple[aws.iam.Role, list[aws.iam.RolePolicyAttachment]]:
-        role = aws.iam.Role(
-            name, assume_role_policy=service_trust_policy(service, *actions), opts=self._opts
-        )
-        attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{policy}",
-                role=role.name,
-                policy_arn=pulumi.Output.concat("arn:", partition, ":iam::aws:policy/", policy),
-                opts=self._opts,
-            )
-            for policy in policies
-        ]
-        return role, attachments
+
+def _service_ipv4_cidr(network: Any) -> str:
+    return str(network.service_ipv4_cidr or "") if network else ""

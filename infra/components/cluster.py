@@ -182,13 +182,15 @@ class ClusterAccess(pulumi.ComponentResource):
             if self._config.cluster_dns_address
             else created.service_cidr.apply(lambda cidr: cluster_dns_address(cidr) if cidr else "")
         )
-        # The provider connects as the deployer, so it waits for the deployer's access entry.
+        # The provider connects as the deployer, so it waits for the deployer's access entry:
+        # depending on a remote component waits for all of its children (pulumi's
+        # `runtime/rpc.py`, `_add_dependency`), the access entries pulumi-eks makes included.
         self.provider = self._create_provider(
             name,
             cluster_name=created.cluster_name,
             endpoint=created.endpoint,
             ca_data=created.ca_data,
-            depends_on=[created.admin_access],
+            depends_on=[created.cluster],
         )
         if not self._sandboxed:
             self.runtime_class = None
@@ -204,7 +206,7 @@ class ClusterAccess(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(
                 parent=self,
                 provider=dynamic_provider(f"{name}-dynamic", self),
-                depends_on=[created.admin_access],
+                depends_on=[created.cluster],
             ),
         )
         if pulumi.runtime.is_dry_run():

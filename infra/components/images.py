@@ -27,9 +27,11 @@ from app.core.pins import bubblewrap_build_args
 from ..build_context import context_files, source_digest
 from ..config import REPO_ROOT, ImageMode
 from ..naming import INSTANCE_BYTES, ecr_repository_name
+from ..pod_specs import IMAGE_ARCH
 
 # The sandbox nodes are x86_64.
-PLATFORM = docker_build.Platform.LINUX_AMD64
+# The one architecture the images are built for; every pod that runs one selects its nodes.
+PLATFORM = docker_build.Platform(f"linux/{IMAGE_ARCH}")
 
 DOCKERFILES = {"analyst": "Dockerfile.analyst", "supplier-api": "Dockerfile.supplier-api"}
 BUILD_ARGS = {"analyst": bubblewrap_build_args()}

@@ -32,6 +32,7 @@ from tests.support.stack_run import (
 JOB = "kubernetes:batch/v1:Job"
 IMAGE = "docker-build:index:Image"
 RUNTIME_CLASS = "kubernetes:node.k8s.io/v1:RuntimeClass"
+EKS_CLUSTER = "eks:index:Cluster"
 S3_TYPES = {
     "aws:s3/bucket:Bucket",
     "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock",
@@ -275,23 +276,6 @@ def test_create_mode_needs_subnets_of_the_vpc_in_two_zones() -> None:
     assert "at least two Availability Zones" in failure.stderr
 
 
-def test_create_mode_gives_the_deploying_role_an_explicit_admin_entry() -> None:
-    stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
-    entry = stack.one("aws:eks/accessEntry:AccessEntry")
-    # The deployer's session is assumed-role/deployer/session; the entry names the role.
-    assert entry["inputs"]["principalArn"] == "arn:aws:iam::123456789012:role/deployer", entry[
-        "urn"
-    ]
-    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-    assert admin["inputs"]["policyArn"] == (
-        "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
-    ), admin["urn"]
-    assert admin["inputs"]["accessScope"] == {"type": "cluster"}, admin["urn"]
-    cluster = stack.one("aws:eks/cluster:Cluster")
-    # Auto Mode runs the Pod Identity agent itself: nothing else to install.
-    assert cluster["inputs"]["computeConfig"]["enabled"] is True, cluster["urn"]
-
-
 # --- 6: the RuntimeClass read, per mode, in preview and in up ------------------------------
 
 
@@ -308,7 +292,7 @@ def test_create_mode_says_in_preview_that_the_runtime_class_is_read_on_up() -> N
     assert any(
         "isolated-sandbox RuntimeClass" in w and "`pulumi up` waits for it" in w for w in warnings
     )
-    cluster = stack.one("aws:eks/cluster:Cluster")
+    cluster = stack.one(EKS_CLUSTER)
     for job in stack.of_type(JOB):
         assert cluster["urn"] in job["dependencies"], (
             f"{job['urn']} does not wait for the created cluster"
@@ -320,8 +304,8 @@ def test_create_mode_reads_the_runtime_class_on_up_after_the_cluster_and_access(
     read = stack.one(RUNTIME_CLASS)
     provider = stack.one("pulumi:providers:kubernetes")
     assert stack.provider_urn(read["provider"]) == provider["urn"]
-    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-    assert admin["urn"] in provider["dependencies"]
+    # The remote component stands for all its children, the deployer's access entry included.
+    assert stack.one(EKS_CLUSTER)["urn"] in provider["dependencies"]
     for job in stack.of_type(JOB) + stack.of_type("kubernetes:core/v1:Namespace"):
         assert read["urn"] in job["dependencies"], f"{job['urn']} does not wait for the read"
 
@@ -566,8 +550,8 @@ def test_any_other_answer_stops_at_once() -> None:
 def test_create_mode_reads_the_runtime_class_only_once_the_wait_is_over() -> None:
     stack = run_stack(world=CREATE_WORLD, **CREATE_MODE)
     (wait,) = stack.of_type("pulumi-python:dynamic:Resource")
-    admin = stack.one("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")
-    assert admin["urn"] in wait["dependencies"], "the wait starts before the deployer's access"
+    cluster = stack.one(EKS_CLUSTER)
+    assert cluster["urn"] in wait["dependencies"], "the wait starts before the deployer's access"
     assert wait["inputs"]["name"] == "isolated-sandbox"
     kubeconfig = stack.one("pulumi:providers:kubernetes")["inputs"]["kubeconfig"]
     assert wait["inputs"]["kubeconfig"] == kubeconfig, "it reads as the provider would"

@@ -11,7 +11,7 @@ from app.core.roles import Layer
 from infra.pod_specs import analyst_pod_spec
 from infra.targets import RuntimeTarget
 from tests.support.job_inputs import job_inputs
-from tests.support.stack_run import StackRun
+from tests.support.stack_run import StackRun, run_stack
 
 CONTROLLER_ENV = {
     "ANALYST_MODE": "cluster",
@@ -24,6 +24,7 @@ CONTROLLER_ENV = {
     "SUPPLIER_KEY_FILE": "/opt/supplier-key/api-key",
     "SUPPLIER_CA_FILE": "/opt/supplier-ca/ca.crt",
 }
+IMAGE = "docker-build:index:Image"
 QUANTITY = {"m": 1e-3, "": 1.0, "Mi": 2**20, "Gi": 2**30}
 
 
@@ -244,3 +245,23 @@ def test_every_analyst_container_is_told_the_image_it_runs(
     (container,) = analyst_pod_spec(job_inputs(layer, target))["containers"]
     variables = {e["name"]: e["value"] for e in container["env"]}
     assert variables[cluster_env.IMAGE] == container["image"] == "i"
+
+
+# --- the images' architecture: every pod that runs one is placed on nodes of it -------------
+
+
+@pytest.mark.parametrize("preview", [False, True], ids=["up", "preview"])
+def test_every_pod_running_an_image_selects_nodes_of_the_architecture_it_is_built_for(
+    preview: bool,
+) -> None:
+    stack = run_stack(preview=preview, comparisonPod=True)
+    platforms = {p for image in stack.of_type(IMAGE) for p in image["inputs"]["platforms"]}
+    assert platforms == {"linux/amd64"}, "the images are built for one architecture"
+    workloads = stack.of_type("kubernetes:batch/v1:Job") + stack.of_type(
+        "kubernetes:apps/v1:Deployment"
+    )
+    # Two analyst Jobs, two comparison Jobs and the supplier API.
+    assert len(workloads) == 5
+    for workload in workloads:
+        pod = workload["inputs"]["spec"]["template"]["spec"]
+        assert pod["nodeSelector"] == {"kubernetes.io/arch": "amd64"}, workload["urn"]

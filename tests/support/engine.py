@@ -24,6 +24,7 @@ import logging
 import os
 import runpy
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from pulumi.runtime import mocks, rpc
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
+from . import eks_component
 from .engine_config import PROJECT_FILE, ConfigValue, program_config, project_document
 
 SECRET_MARKER = {"__secret__": True}
@@ -131,8 +133,25 @@ class RecordingMonitor(mocks.MockMonitor):
         super().__init__(program_mocks)
         self.recorded: list[Recorded] = []
         self.invokes: list[dict[str, Any]] = []
+        program_mocks.make_urn = self.make_urn
+        self.program_mocks = program_mocks
+        self._constructing = threading.Lock()
 
     def RegisterResource(self, request: Any) -> Any:
+        if request.remote:
+            # A remote component: the mocks answer for its plugin and make its children. One
+            # at a time, since the SDK registers resources from several threads.
+            with self._constructing:
+                self.program_mocks.constructing = self.make_urn(
+                    request.parent, request.type, request.name
+                )
+                response = self._record(request)
+                children = self.program_mocks.take_children()
+            self._record_children(request, response.urn, children)
+            return response
+        return self._record(request)
+
+    def _record(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
         if request.type != "pulumi:pulumi:Stack":
             self.recorded.append(
@@ -156,6 +175,28 @@ class RecordingMonitor(mocks.MockMonitor):
             )
         return response
 
+    def _record_children(
+        self,
+        request: Any,
+        parent: str,
+        children: list[tuple[str, str, eks_component.Child, dict[str, Any]]],
+    ) -> None:
+        """Registers and records what a remote component's plugin would have made."""
+        for urn, resource_id, child, state in children:
+            self.resources[urn] = mocks.MockMonitor.ResourceRegistration(urn, resource_id, state)
+            self.recorded.append(
+                Recorded(
+                    urn=urn,
+                    type=child.type,
+                    name=child.name,
+                    inputs=_plain(child.inputs),
+                    parent=parent,
+                    # A child without a provider of its own inherits its parent's.
+                    provider=request.providers.get(child.type.split(":")[0], ""),
+                    custom=True,
+                )
+            )
+
     def ReadResource(self, request: Any) -> Any:
         response = super().ReadResource(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
         self.recorded.append(
@@ -174,8 +215,13 @@ class RecordingMonitor(mocks.MockMonitor):
         return response
 
     def Invoke(self, request: Any) -> Any:
-        self.invokes.append({"token": request.tok, "provider": request.provider})
+        if request.tok != GET_RESOURCE:
+            self.invokes.append({"token": request.tok, "provider": request.provider})
         return super().Invoke(request)  # type: ignore[no-untyped-call]  # SDK method has no annotations
+
+
+# The engine's own read of a registered resource (a resource reference's state): no provider call.
+GET_RESOURCE = "pulumi:pulumi:getResource"
 
 
 class _CallFailure(Exception):
@@ -193,6 +239,43 @@ class ProgramMocks(pulumi.runtime.Mocks):
         self.region = region
         self.world = world
         self.preview = preview
+        self.make_urn: Any = None
+        # The remote component being registered, and the children its plugin would make.
+        self.constructing = ""
+        self._children: list[tuple[str, str, eks_component.Child, dict[str, Any]]] = []
+
+    def take_children(self) -> list[tuple[str, str, eks_component.Child, dict[str, Any]]]:
+        """The children made since the last call: (urn, id, child, state) each."""
+        children, self._children = self._children, []
+        return children
+
+    def _eks_cluster(self, args: pulumi.runtime.MockResourceArgs) -> dict[str, Any]:
+        """pulumi-eks's Cluster: its EKS cluster, made as its plugin would, and its outputs."""
+        child = eks_component.cluster_child(args.name, args.inputs, args.transforms)
+        urn = self.make_urn(self.constructing, child.type, child.name)
+        name = str(child.inputs["name"])
+        state = dict(child.inputs)
+        resource_id = ""
+        if self.preview:
+            # What EKS computes is unknown before the cluster exists, the service CIDR too.
+            network = {
+                **(state.get("kubernetesNetworkConfig") or {}),
+                "serviceIpv4Cidr": rpc.UNKNOWN,
+            }
+            state["kubernetesNetworkConfig"] = network
+        else:
+            resource_id = name
+            state |= {
+                "arn": self._arn("eks", f"cluster/{name}", self.region),
+                "endpoint": f"https://{name}.eks.{self.region}.amazonaws.com",
+                "certificateAuthority": {"data": CLUSTER_CA},
+                "kubernetesNetworkConfig": {
+                    **(state.get("kubernetesNetworkConfig") or {}),
+                    "serviceIpv4Cidr": self.world.service_ipv4_cidr,
+                },
+            }
+        self._children.append((urn, resource_id, child, state))
+        return {"eksCluster": eks_component.cluster_reference(urn, resource_id)}
 
     def _arn(self, service: str, resource: str, region: str = "") -> str:
         return f"arn:{self.world.partition}:{service}:{region}:{ACCOUNT_ID}:{resource}"
@@ -205,6 +288,8 @@ class ProgramMocks(pulumi.runtime.Mocks):
         if args.resource_id:
             # A read of an existing object: the engine reads it in a preview as well.
             return args.resource_id, self._read(args.typ, args.resource_id)
+        if args.typ == eks_component.COMPONENT_TYPE:
+            return "", self._eks_cluster(args)
         if self.preview:
             # Before a create the engine knows the inputs (and a name the provider's Check
             # assigns), never an ID or anything the provider computes.
@@ -224,18 +309,6 @@ class ProgramMocks(pulumi.runtime.Mocks):
                 state |= {"repositoryUrl": url, "registryId": ACCOUNT_ID}
             case "docker-build:index:Image":
                 state |= {"digest": DIGEST, "ref": ""}
-            case "aws:eks/cluster:Cluster":
-                state |= {
-                    "arn": self._arn("eks", f"cluster/{state['name']}", self.region),
-                    "endpoint": f"https://{state['name']}.eks.{self.region}.amazonaws.com",
-                    "certificateAuthority": {"data": CLUSTER_CA},
-                    "kubernetesNetworkConfig": {
-                        **(state.get("kubernetesNetworkConfig") or {}),
-                        "ipFamily": "ipv4",
-                        "serviceIpv4Cidr": self.world.service_ipv4_cidr,
-                    },
-                }
-                return str(state["name"]), state
             case "aws:kms/key:Key":
                 key_id = "0a1b2c3d-0000-4000-8000-000000000001"
                 state |= {"arn": self._arn("kms", f"key/{key_id}", self.region), "keyId": key_id}
