@@ -33,9 +33,9 @@ from typing import Any, Final
 import nono_py
 
 from app.core import waiting
-from app.core.decoy_view import DecoyView
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
+from app.core.run import ToolView
 from app.tools.channel import Channel, Output, failure
 from app.tools.execution import UNREAPED_TOOL_CPU
 from app.tools.nono.helper_state import described, is_stopped
@@ -124,7 +124,7 @@ class _LaunchProcess:
 class LaunchProcesses:
     """``count`` launch processes, started on first use (see the module's docstring)."""
 
-    def __init__(self, count: int, view: DecoyView | None) -> None:
+    def __init__(self, count: int, view: ToolView | None) -> None:
         self._count = count
         self._view = view
         # What the starting thread is asked for: a number of processes, or None to end.
