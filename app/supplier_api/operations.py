@@ -10,7 +10,7 @@ from http import HTTPStatus
 from typing import Any, Protocol
 
 from app.supplier_api.catalog import SeededCase
-from app.supplier_api.drafts import DraftStore
+from app.supplier_api.draft_store import DraftStore
 from app.supplier_api.log import RequestLog
 from app.supplier_api.routes import match
 

@@ -25,7 +25,7 @@ from typing import Any, Final
 from app.supplier_api.catalog import SeededCase
 from app.supplier_api.connection import Connection
 from app.supplier_api.deadline import REQUEST_DEADLINE_SECONDS, Deadline, send_within
-from app.supplier_api.drafts import DraftStore
+from app.supplier_api.draft_store import DraftStore
 from app.supplier_api.log import RequestLog
 from app.supplier_api.pool import ThreadPool
 
