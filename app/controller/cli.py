@@ -21,11 +21,11 @@ from app.controller.doctor import DoctorOptions, doctor
 from app.controller.guest import read_guest
 from app.controller.guest_comparison import Verdict
 from app.controller.nitro_evidence import Request, nitro_evidence
-from app.controller.orphans import end_orphans
 from app.controller.run import RunOutcome, run_case
 from app.controller.run_plan import RunOptions
 from app.controller.signals import Stopped, say, stop_on_signals
 from app.controller.standard_streams import OutputLost, guarded_streams, refuse_closed_output
+from app.controller.subreaper import end_orphans
 from app.controller.terminal import Closing, demo_ending
 from app.core.checklog import CheckFailed
 from app.core.errors import AnalystError, BadInput, LayerUnavailable

@@ -19,7 +19,7 @@ from app.tools.bubblewrap.process_checks import ProcessChecks
 from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.bubblewrap.runner import BwrapRunner
 from app.tools.common_checks import CommonChecks
-from app.tools.drafts import verified_draft
+from app.tools.draft_checks import verified_draft
 from app.tools.layer import LayerChecks, LayerReadings
 
 
