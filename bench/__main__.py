@@ -22,7 +22,7 @@ from app.controller.phases.evidence import ATTESTATION_PHASE, REPORT_PAGE_PHASE
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from bench.bytecode import byte_compile
-from bench.cases import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
+from bench.case_figures import BatchFigures, CaseFigures, concurrent_cases, median_phases, one_case
 from bench.filter_cost import print_filter_cost
 from bench.startup import startup_and_proxy
 from bench.supplier_load import READ_SECONDS, READERS, SLOW_CLIENTS, TRICKLE_SECONDS, supplier_load

@@ -2,7 +2,7 @@
 checkout's (an earlier commit, say), measured in one run, the two taken in turn.
 
 Each round runs one checkout's start-up figures (bench/startup.py, in a process of its own) and
-then the other's, and one whole case of each layer from each (bench/cases.py, each in its own
+then the other's, and one whole case of each layer from each (bench/case_figures.py, each in its own
 cgroup); the order alternates from round to round, so that a machine whose speed drifts moves
 both columns alike. Both use this interpreter; each imports its own code (``-m`` from its own
 directory). Prints the medians side by side, and for whole cases the difference against the
@@ -23,7 +23,7 @@ from typing import Final
 from app.core.repo import REPO_ROOT
 from app.core.roles import Layer
 from bench.bytecode import byte_compile
-from bench.cases import one_case
+from bench.case_figures import one_case
 
 CASE_GOAL: Final = 0.10
 STARTUP: Final = (

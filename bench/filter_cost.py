@@ -1,4 +1,4 @@
-"""What the baseline filter's rule groups that are elements (app/tools/seccomp.py's
+"""What the baseline filter's rule groups that are elements (app/tools/seccomp_policy.py's
 GROUP_ELEMENTS: other processes, file metadata, watches) cost a tool start: the launcher's loader
 installing the shipped baseline, beside the same baseline without those groups, which is the
 filter as it was before them, started in turn at the tool uid in one run.
@@ -24,7 +24,8 @@ from typing import Final
 
 from app.core.run_tree import INTERPRETER, WORKER_PACKAGE, ToolIdentity, stage_worker
 from app.tools.loader import ENTRY, FILTER_OPTION
-from app.tools.seccomp import GROUP_ELEMENTS, nono_baseline_filter
+from app.tools.seccomp import nono_baseline_filter
+from app.tools.seccomp_policy import GROUP_ELEMENTS
 
 GOAL_MS: Final = 1.0
 FIRST_STEPS: Final = f"{ENTRY}\nimport {WORKER_PACKAGE}.protocol"

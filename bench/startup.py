@@ -13,7 +13,8 @@ from collections.abc import Callable
 from contextlib import ExitStack, closing
 from pathlib import Path
 
-from app.controller.run import RunOptions, plan_run, prepared_run
+from app.controller.prepared_run import prepared_run
+from app.controller.run_plan import RunOptions, plan_run
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run_tree import ToolIdentity

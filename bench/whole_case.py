@@ -19,7 +19,8 @@ import sys  # noqa: E402
 import tempfile  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from app.controller.run import RunOptions, run_case  # noqa: E402
+from app.controller.run import run_case  # noqa: E402
+from app.controller.run_plan import RunOptions  # noqa: E402
 from app.core.repo import SAMPLE_CASE  # noqa: E402
 from app.core.roles import Layer  # noqa: E402
 

@@ -21,7 +21,7 @@ from typing import Any, Final
 import boto3
 from botocore.config import Config
 
-from app.controller.services.local_aws import MotoServer
+from app.controller.services.moto_server import MotoServer
 from app.controller.services.processes import stop_process
 from app.core.iam_policy import pod_identity_trust_policy, render_permissions_policy
 from infra.bedrock_policy import bedrock_invoke_policy

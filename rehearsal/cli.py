@@ -18,7 +18,7 @@ from infra.config import ConfigError
 from infra.targets import RuntimeTarget
 
 from . import namespace
-from .image import ensure_image
+from .image_stand_in import ensure_image
 from .objects import STACK, Tweak, render
 
 DESCRIPTION = (

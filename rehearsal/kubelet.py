@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Final, TextIO
 
 from . import container_init
-from .image import IMAGES, ImageStandIn, layers
+from .image_stand_in import IMAGES, ImageStandIn, layers
 from .network import ServiceAddress
 from .seccomp_profiles import SeccompChoice
 from .security import MASKED_PATHS, READONLY_PATHS, ConfigError, Privileges, privileges

@@ -20,7 +20,7 @@ from infra.manifests import ANALYST_SERVICE_ACCOUNT
 from infra.render_manifests import DeployValues, stack_config, stack_objects
 
 from .dns import CLUSTER_DNS
-from .image import ANALYST_IMAGE, SUPPLIER_IMAGE
+from .image_stand_in import ANALYST_IMAGE, SUPPLIER_IMAGE
 
 Manifest = dict[str, Any]
 # Changes the rendered objects in place before the rehearsal reads them (the break tests).

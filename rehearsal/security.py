@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .image import ImageStandIn
+from .image_stand_in import ImageStandIn
 
 # containerd's default capability set for a container (oci/spec_opts.go, defaultUnixCaps).
 DEFAULT_CAPS: Final = (

@@ -10,7 +10,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from app.controller.run import RunOptions, run_case
+from app.controller.run import run_case
+from app.controller.run_plan import RunOptions
 from app.core.repo import REPO_ROOT, SAMPLE_CASE
 from app.core.roles import Layer
 from tests.support import browser

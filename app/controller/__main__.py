@@ -15,7 +15,7 @@ try:
     # the tools at the controller's own uid (app/controller/undumpable.py).
     make_undumpable()
 
-    from app.controller.orphans import adopt_orphans
+    from app.controller.subreaper import adopt_orphans
 
     # Before any process starts: a sandbox a stop orphans is the controller's to end.
     adopt_orphans()

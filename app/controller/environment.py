@@ -31,16 +31,11 @@ from app.controller.store import CaseStore
 from app.controller.supplier_client import resolve
 from app.core import cluster_env
 from app.core.case import CaseFolder
-from app.core.cluster_settings import (
-    ClusterSettings,
-    Endpoint,
-    SettingUnusable,
-    Unusable,
-    read_key_file,
-)
+from app.core.cluster_settings import ClusterSettings, SettingUnusable
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.errors import RunStopped
 from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.setting_parsers import Endpoint, Unusable, read_key_file
 
 if TYPE_CHECKING:
     from strands.models.model import Model

@@ -22,93 +22,35 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, cast
 
-from app.core.errnos import Errno
-from app.core.escaping import escaped
+from app.core.json_shapes import (
+    BOOLEAN,
+    NO_FIELDS,
+    STRING,
+    Bounded,
+    Fields,
+    ListOf,
+    MapOf,
+    Nullable,
+    Outcome,
+    Shape,
+    outcome_problem,
+    shown_value,
+    value_problem,
+    within,
+)
 from app.core.tool_limits import tool_limits
 
-# How much of a wrong value a stop line shows: enough to recognise it, never a flood.
-_SHOWN_CHARACTERS: Final = 60
-_ERRNO_NAMES: Final = frozenset(Errno)
-# The fields an operation's result has besides its form's own: a nested one's (each of
-# proxy-requests' requests), and the whole line's.
-_OUTCOME_FIELDS: Final = frozenset({"ok", "errno"})
-_LINE_FIELDS: Final = _OUTCOME_FIELDS | {"action", "peak_rss_kib"}
-
-
-@dataclass(frozen=True)
-class Scalar:
-    """A JSON string, integer or boolean (an integer is never a boolean, as in JSON)."""
-
-    name: str
-    accepts: Callable[[object], bool]
-
-
-@dataclass(frozen=True)
-class ListOf:
-    item: Shape
-
-
-@dataclass(frozen=True)
-class MapOf:
-    """An object whose keys the action chooses, every value of one shape."""
-
-    value: Shape
-
-
-@dataclass(frozen=True)
-class Fields:
-    """An object with exactly these fields, each of its shape."""
-
-    fields: Mapping[str, Shape]
-
-
-@dataclass(frozen=True)
-class Nullable:
-    inner: Shape
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A nested result of one operation, as the worker's ok() and refused() build it: ``ok``
-    and ``errno`` agree (an errno name exactly when not ok), then the form's own fields."""
-
-    ok: Fields
-    refused: Fields | None
-
-
-@dataclass(frozen=True)
-class Bounded:
-    """A JSON integer from ``low`` to ``high()`` (read when a line is checked: a bound from the
-    tool limits is the committed file's), ``what`` saying where the bound comes from."""
-
-    low: int
-    high: Callable[[], int]
-    what: str
-
-
-Shape = Scalar | ListOf | MapOf | Fields | Nullable | Outcome | Bounded
-
-STRING: Final = Scalar("a string", lambda value: isinstance(value, str))
-_ANY_INTEGER: Final = Scalar(
-    "an integer", lambda value: isinstance(value, int) and not isinstance(value, bool)
-)
-
-
-def _within(low: int, high: int, what: str) -> Bounded:
-    return Bounded(low, lambda: high, what)
-
-
 # Any number a tool reports fits what the kernel reports in: 64 bits.
-INTEGER: Final = _within(-(2**63), 2**63 - 1, "a 64-bit integer")
-_UNSIGNED_64: Final = _within(0, 2**64 - 1, "an unsigned 64-bit integer")
-_ID: Final = _within(0, 2**32 - 2, "a uid or gid")
+INTEGER: Final = within(-(2**63), 2**63 - 1, "a 64-bit integer")
+_UNSIGNED_64: Final = within(0, 2**64 - 1, "an unsigned 64-bit integer")
+_ID: Final = within(0, 2**32 - 2, "a uid or gid")
 # PID_MAX_LIMIT on 64-bit Linux; a session id is 0 when its leader is outside the pid namespace.
-_PID: Final = _within(1, 4 * 1024 * 1024, "a pid")
-_SID: Final = _within(0, 4 * 1024 * 1024, "a session id")
-_PORT: Final = _within(0, 65535, "a port")
-_HTTP_STATUS: Final = _within(100, 599, "an HTTP status")
-_MODE: Final = _within(0, 0o7777, "a file mode's permission bits")
-_SIGNAL: Final = _within(0, 64, "a signal number")
+_PID: Final = within(1, 4 * 1024 * 1024, "a pid")
+_SID: Final = within(0, 4 * 1024 * 1024, "a session id")
+_PORT: Final = within(0, 65535, "a port")
+_HTTP_STATUS: Final = within(100, 599, "an HTTP status")
+_MODE: Final = within(0, 0o7777, "a file mode's permission bits")
+_SIGNAL: Final = within(0, 64, "a signal number")
 # A process under the address-space limit can hold no more than it in memory, nor send more.
 _PEAK_RSS_KIB: Final = Bounded(
     0,
@@ -120,8 +62,6 @@ _BYTES_HELD: Final = Bounded(
     lambda: tool_limits().address_space_bytes.value,
     "what a process under its address-space limit can hold",
 )
-BOOLEAN: Final = Scalar("a boolean", lambda value: isinstance(value, bool))
-NO_FIELDS: Final = Fields({})
 
 
 @dataclass(frozen=True)
@@ -323,111 +263,6 @@ SHAPES: Final[Mapping[str, ActionShape]] = {
 }
 
 
-def shown_value(value: object) -> str:
-    """A value from a tool's line as a stop line may show it: its repr, cut short, escaped."""
-    text = repr(value)
-    if len(text) > _SHOWN_CHARACTERS:
-        text = text[:_SHOWN_CHARACTERS] + "..."
-    return escaped(text)
-
-
-def _at(path: str, name: str) -> str:
-    return f"{path}.{name}" if path else name
-
-
-def _whole(path: str) -> str:
-    return path or "the result"
-
-
-def _envelope(path: str) -> frozenset[str]:
-    return _OUTCOME_FIELDS if path else _LINE_FIELDS
-
-
-def _kind(shape: Shape) -> str:
-    if isinstance(shape, Scalar):
-        return shape.name
-    if isinstance(shape, Bounded):
-        return _ANY_INTEGER.name
-    if isinstance(shape, ListOf):
-        return "a list"
-    if isinstance(shape, Nullable):
-        return f"{_kind(shape.inner)} or null"
-    return "an object"
-
-
-def _outcome_problem(
-    document: Mapping[str, object], ok_form: Fields, refused_form: Fields | None, path: str
-) -> str | None:
-    """What is wrong with one operation's result (its ok and errno, then its form's fields)."""
-    for name in ("ok", "errno"):
-        if name not in document:
-            return f"{_at(path, name)} is missing"
-    ok, errno = document["ok"], document["errno"]
-    if not isinstance(ok, bool):
-        return f"{_at(path, 'ok')} is {shown_value(ok)}, not a boolean"
-    if ok != (errno is None):
-        return f"{_whole(path)} says ok={ok} with errno {shown_value(errno)}"
-    if ok:
-        return _fields_problem(ok_form, document, path, _envelope(path))
-    if not isinstance(errno, str) or errno not in _ERRNO_NAMES:
-        return f"{_at(path, 'errno')} is {shown_value(errno)}, not an errno name"
-    if refused_form is None:
-        return f"{_whole(path)} reports a refusal ({errno}), which this action never does"
-    return _fields_problem(refused_form, document, path, _envelope(path))
-
-
-def _fields_problem(
-    shape: Fields, value: Mapping[str, object], path: str, envelope: frozenset[str] = frozenset()
-) -> str | None:
-    """What is wrong with an object's fields: one the shape names missing or not of its shape,
-    or one it does not name (other than the ``envelope``'s, checked by the caller)."""
-    unknown = set(value) - set(shape.fields) - envelope
-    if unknown:
-        return f"{_whole(path)} has an undeclared field {shown_value(min(unknown))}"
-    for name, inner in shape.fields.items():
-        place = _at(path, name)
-        if name not in value:
-            return f"{place} is missing (expected {_kind(inner)})"
-        problem = value_problem(inner, value[name], place)
-        if problem is not None:
-            return problem
-    return None
-
-
-def value_problem(shape: Shape, value: object, path: str) -> str | None:
-    """What is wrong with ``value`` for ``shape`` (the first problem found), naming the place
-    by ``path`` ("comparison.suppliers[0].id"); None when it fits."""
-    if isinstance(shape, Nullable):
-        return None if value is None else value_problem(shape.inner, value, path)
-    if isinstance(shape, Scalar):
-        return None if shape.accepts(value) else f"{path} is {shown_value(value)}, not {shape.name}"
-    if isinstance(shape, Bounded):
-        problem = value_problem(_ANY_INTEGER, value, path)
-        high = shape.high()
-        if problem is not None or shape.low <= cast(int, value) <= high:
-            return problem
-        return f"{path} is {shown_value(value)}, beyond {shape.what}: {shape.low} to {high}"
-    if isinstance(shape, ListOf):
-        if not isinstance(value, list):
-            return f"{path} is {shown_value(value)}, not a list"
-        for index, item in enumerate(value):
-            problem = value_problem(shape.item, item, f"{path}[{index}]")
-            if problem is not None:
-                return problem
-        return None
-    if not isinstance(value, dict):
-        return f"{path} is {shown_value(value)}, not an object"
-    if isinstance(shape, MapOf):
-        for key, item in value.items():
-            problem = value_problem(shape.value, item, f"{path}[{shown_value(key)}]")
-            if problem is not None:
-                return problem
-        return None
-    if isinstance(shape, Outcome):
-        return _outcome_problem(value, shape.ok, shape.refused, path)
-    return _fields_problem(shape, value, path)
-
-
 def result_problem(document: Mapping[str, object], asked: str, args: Sequence[str]) -> str | None:
     """What is wrong with a result line's object as the answer to ``asked`` with ``args``
     (the first problem found, for the run's stop), or None when it is the answer's shape."""
@@ -440,7 +275,7 @@ def result_problem(document: Mapping[str, object], asked: str, args: Sequence[st
     if problem is not None:
         return problem
     shape = SHAPES[asked]
-    problem = _outcome_problem(document, shape.ok, shape.refused, "")
+    problem = outcome_problem(document, shape.ok, shape.refused, "")
     if problem is None and document["ok"] and shape.answers_for is not None:
         problem = shape.answers_for(document, args)
     return problem

@@ -7,16 +7,36 @@ in the typed values the phases return, which the controller alone turns into evi
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from app.core.calls import SupplierAccess
 from app.core.case import Case, report_prefix
 from app.core.checklog import CheckLog
-from app.core.decoy_view import DecoyView
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.roles import Layer
 from app.core.run_tree import RunPaths, ToolIdentity
+
+
+class ToolView(Protocol):
+    """The mount namespace every tool process starts in, in which the run's secrets directory
+    holds decoys, as the layers and controls use it; app/tools/decoy_view.py makes it."""
+
+    @property
+    def secrets(self) -> Path: ...
+
+    @property
+    def decoys(self) -> Path: ...
+
+    @property
+    def namespace_fd(self) -> int: ...
+
+    def start_in_view(
+        self, start: Callable[[], subprocess.Popen[bytes]]
+    ) -> subprocess.Popen[bytes]: ...
 
 
 @dataclass(frozen=True)
@@ -32,9 +52,9 @@ class Run:
     aws_credential: AwsCredentialFile
     aws_endpoint: HostPort
     checks: CheckLog
-    # Where every tool process starts (app/core/decoy_view.py): locally, a view in which the
+    # Where every tool process starts (app/tools/decoy_view.py): locally, a view in which the
     # secrets are decoys; None in the cluster, whose controller cannot make one.
-    decoy_view: DecoyView | None = None
+    decoy_view: ToolView | None = None
     # In the analyst Job's pod (ANALYST_MODE=cluster), not on a local machine: the checks that
     # only a cluster run can make FAIL rather than SKIP when what they read is missing.
     in_cluster: bool = False

@@ -12,7 +12,7 @@ never hides the worker code or a role's files from the tool's uid):
                                   0700 root:root (files 0440 root:<tool gid>): root's alone
         decoys/                   a decoy of each, same name, owner and mode, in 0750
                                   root:<tool gid>: what a nono role and a secret's control see at
-                                  secrets/ (app/core/decoy_view.py)
+                                  secrets/ (app/tools/decoy_view.py)
         profiles/                 nono profiles, written where no role can write
         run/                      the run directory proper: every file here is scanned for the
                                   supplier key after the last write
@@ -132,7 +132,7 @@ class RunPaths:
 
     @property
     def decoys(self) -> Path:
-        """What the tools see at ``secrets`` (create_secrets_dir, app/core/decoy_view.py)."""
+        """What the tools see at ``secrets`` (create_secrets_dir, app/tools/decoy_view.py)."""
         return self.top / DECOYS_DIR
 
     @property
@@ -250,7 +250,7 @@ def _copy_worker(code_dir: Path) -> Path:
 
 def create_secrets_dir(paths: RunPaths, tool: ToolIdentity) -> Path:
     """The local stand-in for the pod's secret mounts, mounted nowhere: only root may enter it;
-    beside it the decoys that every tool process sees in its place (app/core/decoy_view.py)."""
+    beside it the decoys that every tool process sees in its place (app/tools/decoy_view.py)."""
     _mkdir(paths.secrets, 0o700)
     _mkdir(paths.decoys, 0o750)
     if os.geteuid() == 0:

@@ -60,14 +60,6 @@ class ToolLimits:
             self.processes,
         )
 
-    def by_key(self, key: str) -> ToolLimit:
-        (found,) = [limit for limit in self.all() if limit.key == key]
-        return found
-
-    def by_option(self, option: str) -> ToolLimit:
-        (found,) = [limit for limit in self.all() if limit.option == option]
-        return found
-
 
 def _field(path: Path, name: str, entry: dict[str, Any], key: str) -> Any:
     if key not in entry:

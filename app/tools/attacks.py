@@ -246,7 +246,7 @@ LIMIT_WATCHERS: dict[str, tuple[str, str]] = {
     "processes": ("limits", "its process limit can be set to 2"),
 }
 
-# The baseline's rule groups that are elements of each role's policy (seccomp.py's
+# The baseline's rule groups that are elements of each role's policy (seccomp_policy.py's
 # GROUP_ELEMENTS), each watched by the attack of the same name, and what it shows without it.
 FILTER_GROUP_WATCHERS: dict[str, str] = {
     "other-processes": "its call on a process outside it gets the kernel's answer, not EPERM",

@@ -20,8 +20,8 @@ from functools import partial
 from pathlib import Path
 from typing import Final
 
-from app.core.decoy_view import DecoyView
 from app.core.results import ToolKilled, ToolResult, ToolRunError, ToolStartFailed
+from app.core.run import ToolView
 from app.core.run_tree import WORKER_COMMAND, ToolIdentity
 from app.tools.channel import Channel, failure
 from app.tools.worker.protocol import RESULT_PREFIX
@@ -175,7 +175,7 @@ def exec_as_tool(
     args: Sequence[str],
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
-    decoys: DecoyView | None = None,
+    decoys: ToolView | None = None,
 ) -> ToolResult:
     """Runs ``argv`` as the tool's uid/gid (with no supplementary groups) and parses its result
     as the answer to ``action`` with ``args``.
@@ -228,12 +228,12 @@ def spawn_as_tool(
     pass_fds: Sequence[int] = (),
     executable: str | None = None,
     output: int | None = None,
-    decoys: DecoyView | None = None,
+    decoys: ToolView | None = None,
 ) -> subprocess.Popen[bytes]:
     """Starts ``argv`` as exec_as_tool does, without waiting: for a tool process held open.
     Its stdout and stderr go to ``output`` (a channel's write end), or to pipes of its own.
     An exec that fails is the launcher's own finding (ToolStartFailed), naming ``who``. It
-    starts in ``decoys`` where there is one (app/core/decoy_view.py)."""
+    starts in ``decoys`` where there is one (app/tools/decoy_view.py)."""
     if decoys is not None:
         return decoys.start_in_view(
             partial(

@@ -20,6 +20,12 @@ needs CAP_SYS_RESOURCE, which no tool holds); a filter, once loaded, stays for t
 everything it execs. Any failure raises: a tool asked for a limit never runs without it. The
 options are removed from ``sys.argv``, so the worker reads its action first.
 
+It runs after exec, inside the tool process, and that is still before the tool: the program
+exec'd is the system interpreter with the launcher's command line, working directory and
+environment, and this is the code the launcher gave it to run first (docs/proofs.md, "When each
+bound is set"). bwrap has no option for resource limits and nono-py no RLIMIT_AS nor a filter of
+the caller's, so this is the one place both layers set them alike.
+
 Standard library only, like the worker: it runs on the system interpreter inside the sandbox.
 """
 

@@ -4,7 +4,7 @@ the secret itself.
 A role's refusal of the supplier key or the AWS credential is the layer's doing only if a
 process at the tool's uid outside the layer could open the same path. Locally the controller is
 root and the real files are root's alone; the control starts in the decoy view
-(app/core/decoy_view.py), as every nono role does, where the path holds a decoy of the
+(app/tools/decoy_view.py), as every nono role does, where the path holds a decoy of the
 secret's owner and mode: it opens that, and the check reads back that it opened the decoy's
 inode, not the secret's. In the cluster the tools run at the controller's own uid and gid, and
 the pod's mounts are readable there: the controller, which holds the secret anyway, opens it

@@ -6,7 +6,7 @@ that what refuses is shown to be the layer and not the file's mode or the uid. I
 the worker as the controller's package holds it, staged apart from the tools' code
 (run_tree.stage_control_probe) where no tool process is given it: whatever a tool's code is,
 none of it runs outside a layer. A control that opens a secret's path starts in the tools'
-decoy view (app/core/decoy_view.py), so it opens the secret's decoy, never the secret; every
+decoy view (app/tools/decoy_view.py), so it opens the secret's decoy, never the secret; every
 other control runs where the real secrets are root's alone.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.core.decoy_view import DecoyView
 from app.core.results import ToolResult
+from app.core.run import ToolView
 from app.core.run_tree import RunPaths, ToolIdentity
 from app.core.tool_environment import tool_environment
 from app.tools.execution import exec_as_tool, worker_command
@@ -33,7 +33,7 @@ def run_unconfined(
     action: str,
     args: Sequence[str],
     *,
-    decoys: DecoyView | None,
+    decoys: ToolView | None,
 ) -> ToolResult:
     """Runs one action of the control's program at the tool's identity with no confinement,
     in ``decoys`` where there is one."""

@@ -24,7 +24,7 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from app.controller.services.local_aws import MotoServer
+from app.controller.services.moto_server import MotoServer
 from tests.support.stack_run import StackRun
 
 pytestmark = pytest.mark.integration

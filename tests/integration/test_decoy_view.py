@@ -1,4 +1,4 @@
-"""The decoy view (app/core/decoy_view.py) and the secrets it hides: locally the real secrets
+"""The decoy view (app/tools/decoy_view.py) and the secrets it hides: locally the real secrets
 are root's alone, and every process started in the view, at the tool's uid, finds decoys of
 the same path, owner and mode in their place, while the controller and the host see the real
 files and no mount of the view's."""
@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from app.core.decoy_view import DecoyView
 from app.core.run_tree import (
     DECOY_TEXT,
     RunPaths,
@@ -26,6 +25,7 @@ from app.core.run_tree import (
     create_secrets_dir,
     write_secret_file,
 )
+from app.tools.decoy_view import DecoyView
 
 pytestmark = [
     pytest.mark.integration,

@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-from app.controller.run import RunOptions, run_case
+from app.controller.run import run_case
+from app.controller.run_plan import RunOptions
 from app.core.repo import SAMPLE_CASE
 from app.core.results import ToolKilled
 from app.core.roles import Layer

@@ -14,12 +14,9 @@ import pytest
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from app.controller.services import local_aws
-from app.controller.services.local_aws import (
-    LocalAws,
-    LocalAwsSettings,
-    MotoUnavailable,
-)
+from app.controller.services import moto_server
+from app.controller.services.local_aws import LocalAws, LocalAwsSettings
+from app.controller.services.moto_server import MotoUnavailable
 from app.controller.services.processes import stop_process
 from app.controller.services.seeds import control_seed, run_seed
 from app.controller.store import OK, CaseStore
@@ -108,7 +105,7 @@ def test_the_port_is_the_runs_own_before_moto_has_started(tmp_path: Path) -> Non
     """The port is reserved before moto runs: a socket that does not ask to share it cannot
     bind it (EADDRINUSE). moto binds it itself, says when it listens, and then accepts a
     connection there, from the listening socket its own process holds."""
-    moto = local_aws.MotoServer(tmp_path, 0)
+    moto = moto_server.MotoServer(tmp_path, 0)
     try:
         port = int(moto.endpoint_url.rsplit(":", 1)[1])
         with socket.socket() as other, pytest.raises(OSError) as taken:
@@ -149,7 +146,7 @@ def test_a_moto_that_cannot_start_stops_the_setup_naming_its_output(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(
-        local_aws,
+        moto_server,
         "_moto_program",
         lambda: [sys.executable, "-c", "import sys; print('no moto here'); sys.exit(3)"],
     )

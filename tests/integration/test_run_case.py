@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from app.controller.comparison import NoEligibleSupplier
-from app.controller.run import RunOptions, RunOutcome, run_case
+from app.controller.run import RunOutcome, run_case
+from app.controller.run_plan import RunOptions
 from app.controller.supplier_client import SupplierClient
 from app.controller.verify_command import folder_files
 from app.core.calls import SupplierReply

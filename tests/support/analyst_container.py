@@ -11,7 +11,7 @@ as every pod's controller is: its tools then run at its own uid and it makes no 
 The app uid cannot read what sits under a 0700 home (the checkout, this environment's
 interpreter), so the image is staged under /var/tmp: what Dockerfile.analyst copies to
 /opt/analyst (infra/build_context.py's list), and the image's interpreter, a virtual
-environment of the system's python3 (as rehearsal/image.py builds it) holding this
+environment of the system's python3 (as rehearsal/image_stand_in.py builds it) holding this
 environment's packages, which include what a local run adds (moto and its server).
 """
 
@@ -32,7 +32,7 @@ from infra.build_context import context_files
 from infra.pod_specs import analyst_pod_spec
 from infra.targets import RuntimeTarget
 from rehearsal.container_init import LOADER, command_line, handed_over
-from rehearsal.image import ANALYST_IMAGE, SYSTEM_PYTHON, image_env
+from rehearsal.image_stand_in import ANALYST_IMAGE, SYSTEM_PYTHON, image_env
 from rehearsal.security import Privileges, privileges
 from tests.support.job_inputs import job_inputs
 

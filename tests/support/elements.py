@@ -20,7 +20,8 @@ from pathlib import Path
 
 from app.controller.phases.identity import StoredCase, identity_and_storage
 from app.controller.phases.staging import stage_inputs
-from app.controller.run import RunOptions, plan_run, prepared_run
+from app.controller.prepared_run import prepared_run
+from app.controller.run_plan import RunOptions, plan_run
 from app.core.catalogue import Section
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
 from app.core.repo import SAMPLE_CASE

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from app.controller.run import RunOptions, RunOutcome, run_case
+from app.controller.run import RunOutcome, run_case
+from app.controller.run_plan import RunOptions
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
 from tests.support.reworded import reworded_claims

@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from app.controller.run import RunOptions, run_case
+from app.controller.run import run_case
+from app.controller.run_plan import RunOptions
 from app.core.calls import CallLog, SupplierAccess, SupplierReply
 from app.core.case import load_case_folder
 from app.core.checklog import CheckFailed, CheckLog, CheckRecord
-from app.core.decoy_view import DecoyView
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.repo import SAMPLE_CASE
 from app.core.roles import Layer
@@ -28,6 +28,7 @@ from app.core.run_tree import (
     write_secret_file,
 )
 from app.tools.at_once import made_at_once
+from app.tools.decoy_view import DecoyView
 from app.tools.layer import LayerFactory
 from tests.support.attested_run import assert_failure_kept
 

@@ -12,15 +12,12 @@ import pytest
 from app.tools import seccomp
 from app.tools.seccomp import (
     AUDIT_ARCH_AARCH64,
-    BASELINE,
-    GROUP_ELEMENTS,
     NEWER_SYSCALLS,
     LibseccompError,
     compile_filter,
-    render_groups,
     resolve_syscall,
-    rules_of,
 )
+from app.tools.seccomp_policy import BASELINE, GROUP_ELEMENTS, render_groups, rules_of
 from app.tools.worker.reach import METADATA_CALLS, PROCESS_CALLS, WATCH_CALLS
 
 AUDIT_ARCH_RISCV64 = 0xC00000F3
@@ -90,8 +87,8 @@ def test_a_group_left_out_is_a_known_one() -> None:
 def test_each_new_group_refuses_exactly_the_calls_the_tools_probe(
     element: str, probed: tuple[str, ...]
 ) -> None:
-    """The policy names its calls itself (a reviewer reads them in seccomp.py) and the worker,
-    which imports nothing of the app, keeps its own list of what it tries: the two must agree,
-    or a refused call would go unwatched, or a probe would try a call no rule names."""
+    """The policy names its calls itself (a reviewer reads them in seccomp_policy.py) and the
+    worker, which imports nothing of the app, keeps its own list of what it tries: the two must
+    agree, or a refused call would go unwatched, or a probe would try a call no rule names."""
     (group,) = [group for group in BASELINE if group.element == element]
     assert {rule.syscall for rule in group.rules} == set(probed), element

@@ -12,9 +12,9 @@ from app.core.repo import REPO_ROOT
 SCRIPT = """
 import os, subprocess, sys, time
 from pathlib import Path
-from app.controller import orphans
+from app.controller import subreaper
 if sys.argv[1] == "adopt":
-    orphans.adopt_orphans()
+    subreaper.adopt_orphans()
 # A shell that starts a sleeper and exits at once, orphaning it.
 started = ["sh", "-c", "sleep 60 >/dev/null 2>&1 & echo $!"]
 pid = int(subprocess.run(started, capture_output=True, text=True, check=True).stdout)
@@ -25,7 +25,7 @@ def parent():
 while parent() != os.getpid() and time.monotonic() < deadline and sys.argv[1] == "adopt":
     time.sleep(0.01)
 adopted = parent() == os.getpid()
-ended = orphans.end_orphans()
+ended = subreaper.end_orphans()
 alive = Path(f"/proc/{pid}").exists()
 if alive:
     os.kill(pid, 9)

@@ -15,7 +15,7 @@ import pytest
 from app.core import cluster_env as env
 from app.core.iam_policy import pod_identity_trust_policy
 from app.core.roles import Layer
-from rehearsal.image import ANALYST_IMAGE
+from rehearsal.image_stand_in import ANALYST_IMAGE
 from rehearsal.objects import render
 from rehearsal.pod_identity import AUDIENCE, TOKEN_FILE, mutate, skipped
 from rehearsal.secret_values import ObjectData

@@ -1,7 +1,7 @@
 """moto's server for a local run, through moto's public entry point ``ThreadedMotoServer``:
 ``python -m app.controller.services.moto_listener <port> <ready fd>``.
 
-The controller reserves the port before this starts (local_aws.py's ``reserve_port``), so it
+The controller reserves the port before this starts (moto_server.py's ``reserve_port``), so it
 is the run's own from the start: none is picked by closing a probe socket, which another run
 could take before moto binds it. moto binds it here, and once it listens says so with one line
 on the ready descriptor, which the controller waits for: it never polls the port.

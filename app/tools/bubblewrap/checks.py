@@ -21,7 +21,7 @@ from app.tools.catalogue import ATTACKS_SECTION
 from app.tools.catalogue import bubblewrap as c
 from app.tools.catalogue.order import BUBBLEWRAP, make_in_order
 from app.tools.common_checks import CommonChecks
-from app.tools.drafts import verified_draft
+from app.tools.draft_checks import verified_draft
 from app.tools.layer import LayerChecks, LayerReadings
 
 

@@ -15,7 +15,7 @@ from app.core.roles import Role
 from app.core.run_tree import OUTPUT_FILES, WORKER_COMMAND
 from app.core.tool_environment import tool_environment
 from app.core.tool_limits import tool_limits
-from app.tools.seccomp import GROUP_ELEMENTS
+from app.tools.seccomp_policy import GROUP_ELEMENTS
 
 # The namespaces the tool process gets, each named on its own: --unshare-all is best-effort
 # (a namespace the kernel refuses is silently skipped), a named one makes bwrap fail instead.

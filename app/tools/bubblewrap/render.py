@@ -26,7 +26,7 @@ from app.tools.bubblewrap.policy import (
     per_call_args,
 )
 from app.tools.committed import drifted_files, render_main, write_files
-from app.tools.seccomp import BASELINE, render_groups
+from app.tools.seccomp_policy import BASELINE, render_groups
 
 COMMITTED_DIR = POLICIES_DIR / "bubblewrap"
 CONTAINER_SECCOMP_FILE = "container-seccomp.json"

@@ -21,7 +21,7 @@ from app.core.ids import other_case_id
 from app.core.roles import Role
 from app.core.run import Run
 from app.tools.catalogue import nono as c
-from app.tools.drafts import verified_draft
+from app.tools.draft_checks import verified_draft
 from app.tools.nono.front import Refusal
 from app.tools.nono.policy import draft_rule
 from app.tools.nono.proxy import forwarded, nono_events

@@ -20,7 +20,7 @@ command makes it the tool's stdout and stderr (channel.py's CHANNEL_PRELUDE). Th
 above descriptor 2, is closed in the child by nono-py before exec.
 
 Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd> [<view fd>]``: it
-enters the tools' decoy view (app/core/decoy_view.py) if given one, dies with the controller
+enters the tools' decoy view (app/tools/decoy_view.py) if given one, dies with the controller
 (PR_SET_PDEATHSIG), is not dumpable (in the cluster a tool runs at its uid, and must neither read
 it nor take its socket), and ends when the controller closes the socket. Standard library and
 nono-py's extension only: it imports nothing else of the app.

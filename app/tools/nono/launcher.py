@@ -51,7 +51,8 @@ from app.tools.nono.policy import (
 from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
 from app.tools.nono.translate import Network, grants
-from app.tools.seccomp import GROUP_ELEMENTS, LibseccompError, nono_baseline_filter
+from app.tools.seccomp import LibseccompError, nono_baseline_filter
+from app.tools.seccomp_policy import GROUP_ELEMENTS
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"

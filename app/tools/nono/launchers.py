@@ -34,9 +34,9 @@ from typing import Any, Final
 import nono_py
 
 from app.core import waiting
-from app.core.decoy_view import DecoyView
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
+from app.core.run import ToolView
 from app.tools.at_once import InTurn
 from app.tools.channel import Channel, Output, failure
 from app.tools.execution import UNREAPED_TOOL_CPU
@@ -126,7 +126,7 @@ class _LaunchProcess:
 class LaunchProcesses:
     """``count`` launch processes, started on first use (see the module's docstring)."""
 
-    def __init__(self, count: int, view: DecoyView | None) -> None:
+    def __init__(self, count: int, view: ToolView | None) -> None:
         self._count = count
         self._view = view
         # Idle processes; a start's failure, put back by each call that takes it.

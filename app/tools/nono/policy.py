@@ -20,7 +20,7 @@ from app.core.run_tree import OUTPUT_FILES
 from app.core.tool_environment import TOOL_VARIABLES
 from app.core.tool_limits import tool_limits
 from app.tools.nono.elements import without
-from app.tools.seccomp import GROUP_ELEMENTS
+from app.tools.seccomp_policy import GROUP_ELEMENTS
 
 PROFILE_VERSION = "1.0.0"
 COMMITTED_DIR = POLICIES_DIR / "nono"
@@ -161,7 +161,7 @@ def generate_profile(role: Role, values: ProfileValues) -> dict[str, Any]:
             "enforcement_mode": ENFORCEMENT_MODE,
             "seccomp_filter": f"{values.code_dir}/{SECCOMP_FILTER_FILE}",
             # The baseline's rule groups the filter holds for this role, beside the groups that
-            # are not elements (app/tools/seccomp.py): the launcher compiles exactly these.
+            # are not elements (app/tools/seccomp_policy.py): the launcher compiles exactly these.
             "seccomp_groups": list(GROUP_ELEMENTS),
             # Set by the launcher's loader (app/tools/loader.py), from policies/tool-limits.json.
             **{limit.key: limit.value for limit in tool_limits().all()},

@@ -20,7 +20,7 @@ from app.tools.nono.policy import (
     policy_file,
     to_json,
 )
-from app.tools.seccomp import NONO_BASELINE, render_groups
+from app.tools.seccomp_policy import NONO_BASELINE, render_groups
 
 
 def rendered(
