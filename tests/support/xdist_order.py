@@ -1,0 +1,93 @@
+"""Which test file a pytest-xdist worker takes next: the costliest left, so none starts last.
+
+`--dist loadfile` gives each worker whole files, so a module's costly fixture is made once, and
+hands them out largest first by number of tests. Test count is a poor measure here: a file of
+ten whole rehearsals costs more than one of five hundred parsed help lines, and a costly file
+started last holds its worker while the other has finished. So each file's seconds (setup,
+call and teardown of its tests) are kept in pytest's cache after every run (`FileSeconds`),
+and the scheduler below hands out the file that cost most the last time. A file not yet timed
+(a fresh clone, a new file) is estimated from its tests: a few seconds each under
+tests/integration/ (a real run each), a fraction of a second elsewhere.
+
+Files that share a session fixture of tests/integration/conftest.py go to one worker together
+(`TOGETHER`), so its runs are made once in the whole session, not once in each worker.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any, Final
+
+import pytest
+from xdist.scheduler import LoadFileScheduling
+
+CACHE_KEY: Final = "analyst/seconds-per-file"
+# The estimate for a file not yet timed, per test.
+INTEGRATION_SECONDS: Final = 3.0
+OTHER_SECONDS: Final = 0.05
+INTEGRATION_FOLDER: Final = "tests/integration/"
+
+# The files whose tests use page_runs (both layers' runs of the hostile case, made once per
+# worker that asks for them): one work unit, so it is one worker.
+TOGETHER: Final = {
+    "tests/integration/test_report_page.py": "page_runs",
+    "tests/integration/test_report_security.py": "page_runs",
+    "tests/integration/test_reworded_claims.py": "page_runs",
+}
+
+
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+class FileSeconds:
+    """A plugin of the main process (not of a pytest-xdist worker): each file's seconds in this
+    run, every phase of every test (setup, call, teardown, fixtures included), kept in the
+    cache when the session ends, over the seconds of files this run did not run."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.spent: dict[str, float] = defaultdict(float)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.spent[file_of(report.nodeid)] += report.duration
+
+    def pytest_sessionfinish(self) -> None:
+        if self.config.cache is None or not self.spent:
+            return
+        kept = self.config.cache.get(CACHE_KEY, {})
+        known = kept if isinstance(kept, dict) else {}
+        spent = {name: round(seconds, 1) for name, seconds in self.spent.items()}
+        self.config.cache.set(CACHE_KEY, {**known, **spent})
+
+
+class CostliestFileFirst(LoadFileScheduling):  # type: ignore[misc]  # xdist ships no types
+    """`--dist loadfile`, handing out the costliest work unit left first."""
+
+    def __init__(self, config: pytest.Config, log: Any = None) -> None:
+        super().__init__(config, log)
+        kept = config.cache.get(CACHE_KEY, {}) if config.cache is not None else {}
+        self.timed: dict[str, float] = kept if isinstance(kept, dict) else {}
+
+    def _split_scope(self, nodeid: str) -> str:
+        name = file_of(nodeid)
+        return TOGETHER.get(name, name)
+
+    def cost(self, nodeids: Iterable[str]) -> float:
+        total, counted = 0.0, set()
+        for nodeid in nodeids:
+            name = file_of(nodeid)
+            if name in self.timed:
+                if name not in counted:
+                    counted.add(name)
+                    total += float(self.timed[name])
+            else:
+                integration = name.startswith(INTEGRATION_FOLDER)
+                total += INTEGRATION_SECONDS if integration else OTHER_SECONDS
+        return total
+
+    def _assign_work_unit(self, node: Any) -> None:
+        costliest = max(self.workqueue, key=lambda scope: self.cost(self.workqueue[scope]))
+        self.workqueue.move_to_end(costliest, last=False)
+        super()._assign_work_unit(node)
