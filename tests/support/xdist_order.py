@@ -5,9 +5,12 @@ hands them out largest first by number of tests. Test count is a poor measure he
 ten whole rehearsals costs more than one of five hundred parsed help lines, and a costly file
 started last holds its worker while the other has finished. So each file's seconds (setup,
 call and teardown of its tests) are kept in pytest's cache after every run (`FileSeconds`),
-and the scheduler below hands out the file that cost most the last time. A file not yet timed
-(a fresh clone, a new file) is estimated from its tests: a few seconds each under
-tests/integration/ (a real run each), a fraction of a second elsewhere.
+and the scheduler below hands out the file that cost most the last time. A file this checkout
+has not timed yet (a fresh clone, as in CI) takes its seconds from FILE_SECONDS, a copy of that
+cache measured on a 2-core machine under load (only the order matters; refresh it from
+.pytest_cache/v/analyst/seconds-per-file after a full run); a file in neither (a new file) is
+estimated from its tests: a few seconds each under tests/integration/ (a real run each), a
+fraction of a second elsewhere.
 
 Files that share a session fixture of tests/integration/conftest.py go to one worker together
 (`TOGETHER`), so its runs are made once in the whole session, not once in each worker.
@@ -15,14 +18,17 @@ Files that share a session fixture of tests/integration/conftest.py go to one wo
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any, Final
 
 import pytest
 from xdist.scheduler import LoadFileScheduling
 
 CACHE_KEY: Final = "analyst/seconds-per-file"
+FILE_SECONDS: Final = Path(__file__).with_name("file_seconds.json")
 # The estimate for a file not yet timed, per test.
 INTEGRATION_SECONDS: Final = 3.0
 OTHER_SECONDS: Final = 0.05
@@ -68,7 +74,8 @@ class CostliestFileFirst(LoadFileScheduling):  # type: ignore[misc]  # xdist shi
     def __init__(self, config: pytest.Config, log: Any = None) -> None:
         super().__init__(config, log)
         kept = config.cache.get(CACHE_KEY, {}) if config.cache is not None else {}
-        self.timed: dict[str, float] = kept if isinstance(kept, dict) else {}
+        measured = json.loads(FILE_SECONDS.read_text(encoding="utf-8"))
+        self.timed: dict[str, float] = {**measured, **(kept if isinstance(kept, dict) else {})}
 
     def _split_scope(self, nodeid: str) -> str:
         name = file_of(nodeid)
