@@ -6,16 +6,36 @@ from __future__ import annotations
 import json
 from collections import OrderedDict
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
-from tests.support.xdist_order import FILE_SECONDS, TOGETHER, CostliestFileFirst
+from tests.support.xdist_order import (
+    CACHE_KEY,
+    FILE_SECONDS,
+    TOGETHER,
+    CostliestFileFirst,
+    FileSeconds,
+)
 
 TESTS = Path(__file__).parent.parent
 
 
-class _Config:
-    """What the scheduler reads of pytest's configuration: two workers, no cache."""
+class _Cache:
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
 
-    cache = None
+    def get(self, key: str, default: Any) -> Any:
+        return self.values.get(key, default)
+
+    def set(self, key: str, value: Any) -> None:
+        self.values[key] = json.loads(json.dumps(value))  # as pytest's cache keeps it: JSON
+
+
+class _Config:
+    """What the scheduler reads of pytest's configuration: two workers, a cache."""
+
+    def __init__(self) -> None:
+        self.cache = _Cache()
 
     def getvalue(self, name: str) -> list[str]:
         assert name == "tx"
@@ -84,3 +104,26 @@ def test_the_committed_seconds_are_seconds_of_test_files() -> None:
     measured = json.loads(FILE_SECONDS.read_text(encoding="utf-8"))
     assert measured and all(isinstance(seconds, int | float) for seconds in measured.values())
     assert all(name.startswith("tests/") and name.endswith(".py") for name in measured)
+
+
+def _timed_run(config: _Config, tests: dict[str, int]) -> None:
+    """A session whose every test of each file in ``tests`` took 1 s in each phase."""
+    plugin = FileSeconds(config)
+    for name, count in tests.items():
+        for i in range(count):
+            for when in ("setup", "call", "teardown"):
+                report = SimpleNamespace(nodeid=f"{name}::test_{i}", when=when, duration=1.0)
+                plugin.pytest_runtest_logreport(report)
+    plugin.pytest_sessionfinish()
+
+
+def test_a_run_of_fewer_of_a_files_tests_keeps_the_fuller_runs_seconds() -> None:
+    config = _Config()
+    _timed_run(config, {"tests/a.py": 4, "tests/b.py": 2})
+    assert config.cache.values[CACHE_KEY] == {"tests/a.py": [12.0, 4], "tests/b.py": [6.0, 2]}
+    _timed_run(config, {"tests/a.py": 1, "tests/b.py": 2})  # -k: one test of a.py
+    assert config.cache.values[CACHE_KEY] == {"tests/a.py": [12.0, 4], "tests/b.py": [6.0, 2]}
+    _timed_run(config, {"tests/a.py": 5})
+    assert config.cache.values[CACHE_KEY] == {"tests/a.py": [15.0, 5], "tests/b.py": [6.0, 2]}
+    # And the scheduler takes those seconds over the committed ones.
+    assert CostliestFileFirst(config).timed["tests/a.py"] == 15.0
