@@ -6,7 +6,8 @@ PY     := $(VENV)/bin/python
 LOCAL  := $(VENV)/.installed-local
 READY  := $(VENV)/.installed
 # One test worker per core (pytest-xdist), each given whole test files, so a module's costly
-# fixture (its services, its moto, every --help) is made once. (xdist 3.8's loadgroup does not
+# fixture (its services, its moto, every --help) is made once; a free worker takes the file that
+# cost most in the last run (tests/support/xdist_order.py). (xdist 3.8's loadgroup does not
 # group under pytest 9, whose items no longer take a new node id.)
 PARALLEL ?= -n auto --dist loadfile
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.controller.signing_key import KEY_PATH_VARIABLE
+from tests.support import xdist_order
 from tests.support.schemas import validate_tree
 
 
@@ -61,3 +62,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         raise pytest.UsageError(
             "tests under tests/integration/ without the integration marker: " + ", ".join(unmarked)
         )
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """`--dist loadfile` hands out the costliest file left first: tests/support/xdist_order.py."""
+    if config.getvalue("dist") == "loadfile":
+        return xdist_order.CostliestFileFirst(config, log)
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(xdist_order.FileSeconds(config), "file-seconds")

@@ -4,12 +4,17 @@ each resource limit refuse. The launcher set them all before that instruction (t
 app/tools/loader.py), so each attempt gets the kernel's refusal, the run stops with exit 1 on
 one line naming the role and saying what it got, nothing of the tool outlives the run, and no
 secret is left on disk. A run whose tool got past a limit would exit 0 or show "ok" here.
+Every try that returns is made in one run per layer, each answer asserted on its own; the spin
+(which never returns) and the control have a run each.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +24,7 @@ from app.core.tool_limits import tool_limits
 from app.tools.seccomp import resolve_syscall
 from tests.support.faults import settle
 from tests.support.hostile import HostileRun, Step, run_hostile
+from tests.support.schemas import validate_tree
 
 pytestmark = pytest.mark.integration
 
@@ -55,42 +61,87 @@ def the_stop(run: HostileRun) -> str:
     return errors[0]
 
 
+# Every try that returns, in one run per layer: each answer is the kernel's (or Python's word
+# for it) to that try alone. The descriptors go last, as they leave none free for what follows.
+TRIES = ("unshare-user", "bpf", "keyctl", "io_uring_setup", "daemon", "thread", "write",
+         "allocate", "secrets", "descriptors")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def answers() -> Iterator[Callable[[str], dict[str, str]]]:
+    """What the evaluator's hostile code got for each of TRIES, by layer: one run each, made
+    when a test first asks for its layer, each in a directory as conftest's work_base makes
+    one (the tool uid can traverse it; its runs' documents are validated against their
+    schemas at the end)."""
+    bases: list[Path] = []
+    made: dict[str, dict[str, str]] = {}
+
+    def answers_under(layer: str) -> dict[str, str]:
+        if layer not in made:
+            bases.append(Path(tempfile.mkdtemp(prefix="analyst-test-", dir="/var/tmp")))
+            os.chmod(bases[-1], 0o755)
+            said = attempted(
+                bases[-1], layer, *TRIES, write=2**31, allocate=2**31, descriptors=10_000
+            )
+            made[layer] = dict(part.split(" ", 1) for part in said.split("; "))
+            assert list(made[layer]) == list(TRIES), said
+        return made[layer]
+
+    try:
+        yield answers_under
+        for base in bases:
+            validate_tree(base)
+    finally:
+        for base in bases:
+            shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.mark.parametrize("layer", LAYERS)
 def test_the_baseline_filter_binds_code_that_runs_before_the_worker(
-    layer: str, work_base: Path
+    layer: str, answers: Callable[[str], dict[str, str]]
 ) -> None:
     """Under nono the filter was the worker's own to install: code in its place made a user
     namespace, and reached bpf and keyctl. The loader installs it first; bwrap's own answer to
     the namespace is its --disable-userns (ENOSPC)."""
-    said = attempted(work_base, layer, "unshare-user", "bpf", "keyctl", "io_uring_setup")
+    got = answers(layer)
     userns = "ENOSPC" if layer == "bubblewrap" else "EPERM"
-    assert said == f"unshare-user {userns}; bpf EPERM; keyctl EPERM; io_uring_setup EPERM"
+    assert [got[name] for name in ("unshare-user", "bpf", "keyctl", "io_uring_setup")] == [
+        userns, "EPERM", "EPERM", "EPERM"
+    ]  # fmt: skip
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_no_process_or_thread_the_tool_starts_can_outlive_it(layer: str, work_base: Path) -> None:
+def test_no_process_or_thread_the_tool_starts_can_outlive_it(
+    layer: str, answers: Callable[[str], dict[str, str]]
+) -> None:
     """A daemon in a session of its own outlived the run under nono, holding the controller's
     pipes; the baseline refuses every new process and thread first (EPERM), and the process
-    limit (1) would refuse them too."""
-    assert attempted(work_base, layer, "daemon", "thread") == "daemon EPERM; thread RuntimeError"
+    limit (1) would refuse them too. (The run itself left nothing running: attempted.)"""
+    got = answers(layer)
+    assert (got["daemon"], got["thread"]) == ("EPERM", "RuntimeError")
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_file_stops_at_the_file_size_limit(layer: str, work_base: Path) -> None:
+def test_a_file_stops_at_the_file_size_limit(
+    layer: str, answers: Callable[[str], dict[str, str]]
+) -> None:
     """A tool that skipped the worker's own limit wrote 2 GiB to its check.txt under bwrap."""
-    limit = LIMITS.file_bytes.value
-    assert attempted(work_base, layer, "write", write=2**31) == f"write EFBIG after {limit} bytes"
+    assert answers(layer)["write"] == f"EFBIG after {LIMITS.file_bytes.value} bytes"
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_memory_stops_at_the_address_space_limit(layer: str, work_base: Path) -> None:
+def test_memory_stops_at_the_address_space_limit(
+    layer: str, answers: Callable[[str], dict[str, str]]
+) -> None:
     """2 GiB allocated and nothing noticed, on both layers."""
-    assert attempted(work_base, layer, "allocate", allocate=2**31) == "allocate MemoryError"
+    assert answers(layer)["allocate"] == "MemoryError"
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_descriptors_stop_at_the_open_file_limit(layer: str, work_base: Path) -> None:
-    assert attempted(work_base, layer, "descriptors", descriptors=10_000) == "descriptors EMFILE"
+def test_descriptors_stop_at_the_open_file_limit(
+    layer: str, answers: Callable[[str], dict[str, str]]
+) -> None:
+    assert answers(layer)["descriptors"] == "EMFILE"
 
 
 @pytest.mark.parametrize("layer", LAYERS)
@@ -106,12 +157,13 @@ def test_a_tool_that_spins_is_killed_at_its_cpu_time_limit(layer: str, work_base
 
 
 @pytest.mark.parametrize("layer", LAYERS)
-def test_a_role_reaches_no_secret_by_its_host_path(layer: str, work_base: Path) -> None:
+def test_a_role_reaches_no_secret_by_its_host_path(
+    layer: str, answers: Callable[[str], dict[str, str]]
+) -> None:
     """The supplier key and the AWS credentials, by the paths the host gives them (under bwrap
     found through /proc/self/mountinfo): absent from a bwrap role's view, refused to a nono
     role by Landlock; and in the tools' decoy view either would be a decoy."""
-    errno = "ENOENT" if layer == "bubblewrap" else "EACCES"
-    assert attempted(work_base, layer, "secrets") == f"secrets {errno}"
+    assert answers(layer)["secrets"] == ("ENOENT" if layer == "bubblewrap" else "EACCES")
 
 
 @pytest.mark.parametrize("layer", LAYERS)

@@ -1,8 +1,9 @@
 """A FAIL on demand: ``--break <role>:<element>`` leaves one element of one role's committed
 policy out and stops at the check that watches it, its FAIL line naming that check, exit 1.
 
-That every watched element's break stops at its check is test_removals.py's proof, made with
-the layer ``--break`` builds for every element of every role. Here: the reader's redundant
+That every watched element's break stops at its check is the proof of test_removals_bubblewrap.py
+and test_removals_nono.py, made with the layer ``--break`` builds for every element of every
+role. Here: the reader's redundant
 elements, whose break lets every check pass, run through the layer's own steps on shared
 services; and two whole runs, one per layer, through the command line, as a reader would type
 them.
@@ -24,7 +25,7 @@ from tests.support.elements import Shared, shared_services, steps_outcome
 
 pytestmark = pytest.mark.integration
 
-# Each watched element's break is run once, in test_removals.py.
+# Each watched element's break is run once, in test_removals_<layer>.py.
 READER_REDUNDANT = [e for e in listed() if e.role == "reader" and e.watched_by is None]
 _FAIL_ID = re.compile(r"^FAIL .* \[(?P<id>[a-z0-9_.-]+)\]$", re.MULTILINE)
 

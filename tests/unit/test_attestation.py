@@ -220,6 +220,7 @@ def test_the_command_exits_0_only_when_all_holds(
     assert code == 1 and "DIFFERS signature: not made by the key given" in out
 
 
+@pytest.mark.integration  # moto's S3, in this process
 def test_the_command_reads_a_store_prefix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
