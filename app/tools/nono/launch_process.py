@@ -23,7 +23,7 @@ Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd> [<
 enters the tools' decoy view (app/core/decoy_view.py) if given one, dies with the controller
 (PR_SET_PDEATHSIG), is not dumpable (in the cluster a tool runs at its uid, and must neither read
 it nor take its socket), and ends when the controller closes the socket. Standard library and
-nono-py's extension only: it imports nothing else of the app.
+nono-py only: it imports nothing else of the app.
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ import sys
 from types import ModuleType
 from typing import Any, Final
 
-from app.tools.nono.extension import nono_extension
+import nono_py
+
 from app.tools.nono.side_process import tie_to_controller
 
 _CLONE_NEWNS: Final = 0x00020000
@@ -134,7 +135,7 @@ def main(argv: list[str]) -> int:
     connection = socket.socket(fileno=int(argv[2]))
     if len(argv) > 3:
         _enter_view(int(argv[3]))
-    serve(nono_extension(), connection)
+    serve(nono_py, connection)
     return 0
 
 

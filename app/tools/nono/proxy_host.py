@@ -30,7 +30,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
-from app.tools.nono.extension import nono_extension
+import nono_py
+
 from app.tools.nono.front import (
     MAX_BODY_BYTES,
     MAX_HEAD_BYTES,
@@ -513,7 +514,7 @@ def _reply_channel() -> BinaryIO:
 def main(argv: list[str]) -> int:
     tie_to_controller(int(argv[1]))
     replies = _reply_channel()
-    serve(ProxyHost(nono_extension()), sys.stdin.buffer, replies)
+    serve(ProxyHost(nono_py), sys.stdin.buffer, replies)
     return 0
 
 
