@@ -7,7 +7,7 @@ in the typed values the phases return, which the controller alone turns into evi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from app.core.calls import SupplierAccess
@@ -17,6 +17,7 @@ from app.core.decoy_view import DecoyView
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.roles import Layer
 from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 
 
 @dataclass(frozen=True)
@@ -41,6 +42,8 @@ class Run:
     # A cluster-mode run rehearsed on one machine (`python -m rehearsal`): what only the real
     # image or Bedrock has SKIPs with that reason instead of failing.
     rehearsal: bool = False
+    # What its tool processes have used so far: the launchers count, the phase clock reads.
+    tool_counts: ToolCounts = field(default_factory=ToolCounts)
 
     @property
     def report_prefix(self) -> str:

@@ -99,7 +99,14 @@ class SecretControls:
             )
             return
         answers = [
-            run_unconfined(self.run.paths, self.run.tool, "open-read", [str(path)], decoys=None)
+            run_unconfined(
+                self.run.paths,
+                self.run.tool,
+                "open-read",
+                [str(path)],
+                counts=self.run.tool_counts,
+                decoys=None,
+            )
             for path in paths
         ]
         st = view.secrets.stat()

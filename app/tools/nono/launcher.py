@@ -24,7 +24,7 @@ from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import tool_environment
 from app.core.tool_limits import tool_limits
-from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
+from app.tools.execution import TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.loader import FILTER_OPTION
 from app.tools.nono.channel import NONO_WORKER_COMMAND
@@ -93,7 +93,7 @@ class NonoLayer(ConfinementLayer):
         )
         self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
-        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view)
+        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view, run.tool_counts)
         self._request_ids = itertools.count(1)
         self._written = False
         self._holds = 0
@@ -296,7 +296,9 @@ class NonoLayer(ConfinementLayer):
                 uid=drop.get("user"),
                 gid=drop.get("group"),
             )
-            output, exit_code = self.launchers.call(request, who=who, on_start=TOOL_STARTS.add)
+            output, exit_code = self.launchers.call(
+                request, who=who, on_start=self.run.tool_counts.started
+            )
         except (LaunchFailed, ValueError, OSError) as error:
             raise ToolStartFailed(
                 f"nono could not start the {role} ({command}): {error}"
