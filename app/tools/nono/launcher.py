@@ -47,7 +47,8 @@ from app.tools.nono.policy import (
     to_json,
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
-from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
+from app.tools.nono.proxy import RoleProxies
+from app.tools.nono.proxy_profile import ProxyFront, ProxyRoute
 from app.tools.nono.translate import Network, grants
 from app.tools.seccomp import GROUP_ELEMENTS, LibseccompError, nono_baseline_filter
 
