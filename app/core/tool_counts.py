@@ -12,7 +12,7 @@ import threading
 
 class ToolCounts:
     """The tool processes a run started, and the CPU time of those a process of the
-    controller's own reaped (a nono launch process: app/tools/nono/launchers.py) while that
+    controller's own reaped (a nono launch process: app/tools/nono/launch_pool.py) while that
     process still runs: the controller's RUSAGE_CHILDREN counts it only once that process is
     reaped too, so the phase table adds it to its children's CPU."""
 

@@ -1,4 +1,4 @@
-"""The nono launch processes (app/tools/nono/launchers.py, launch_process.py): real nono-py calls
+"""The nono launch processes (app/tools/nono/launch_pool.py, launch_process.py): real nono-py calls
 made from processes of one thread, several at once, each tool's output on its channel; a launch
 process that dies or fails is a clear stop and is replaced; none outlives its controller."""
 
@@ -20,13 +20,13 @@ import pytest
 from app.core.repo import REPO_ROOT
 from app.core.tool_counts import ToolCounts
 from app.tools.channel import Ending
-from app.tools.nono.launch_process import capability_set
-from app.tools.nono.launchers import (
+from app.tools.nono.launch_pool import (
     LaunchFailed,
     LaunchProcesses,
     LaunchProcessLost,
     LaunchRequest,
 )
+from app.tools.nono.launch_process import capability_set
 
 pytestmark = pytest.mark.integration
 
@@ -239,7 +239,7 @@ def test_no_launch_process_outlives_its_controller() -> None:
     script = (
         "import os, time\n"
         "from app.core.tool_counts import ToolCounts\n"
-        "from app.tools.nono.launchers import LaunchProcesses\n"
+        "from app.tools.nono.launch_pool import LaunchProcesses\n"
         "pool = LaunchProcesses(3, None, ToolCounts())\n"
         "pool.start()\n"
         "while len(pool.pids()) < 3: time.sleep(0.01)\n"

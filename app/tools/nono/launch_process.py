@@ -8,12 +8,12 @@ never sees it released. The controller runs many threads (checks made at once, c
 the proxy host's client); one nono call made beside them hung its child until its time limit.
 Here nothing runs beside the call: nono-py's two pipe readers start after the fork and are
 joined before it returns. Several launch processes make the controller's calls at once
-(launchers.py), each one call at a time.
+(launch_pool.py), each one call at a time.
 
 The controller speaks to each over a SOCK_SEQPACKET socket: per call a request (one JSON
-object, launchers.py's LaunchRequest) carrying the call's channel (app/tools/channel.py) as one
+object, launch_pool.py's LaunchRequest) carrying the call's channel (app/tools/channel.py) as one
 SCM_RIGHTS descriptor, then two messages back: TAKEN at once, before anything else, so that a
-launch process that does not answer is known within seconds (launchers.py's TAKEN_SECONDS),
+launch process that does not answer is known within seconds (launch_pool.py's TAKEN_SECONDS),
 and a reply, the tool's exit status or what nono-py raised. The channel is this process's
 standard input for the call, which nono-py leaves to its child as it finds it; the launcher's
 command makes it the tool's stdout and stderr (channel.py's CHANNEL_PRELUDE). The socket,

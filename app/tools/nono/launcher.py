@@ -28,7 +28,12 @@ from app.tools.layer import ConfinementLayer, Direction, Refusals
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading, read_while_held
-from app.tools.nono.launchers import LaunchFailed, LaunchProcesses, LaunchRequest, capability_calls
+from app.tools.nono.launch_pool import (
+    LaunchFailed,
+    LaunchProcesses,
+    LaunchRequest,
+    capability_calls,
+)
 from app.tools.nono.policy import (
     COMMITTED_DIR,
     DIGEST_KEY_VARIABLE,
@@ -226,7 +231,7 @@ class NonoLayer(ConfinementLayer):
         command: list[str],
         enforcement_mode: str | None,
     ) -> tuple[bytes, int]:
-        """Runs ``command`` under the role's profile, in a launch process (launchers.py); the
+        """Runs ``command`` under the role's profile, in a launch process (launch_pool.py); the
         tool's output (stdout and stderr, read on its channel: nono/channel.py) and its exit
         status."""
         process = profile.get("process", {})
