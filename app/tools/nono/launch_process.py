@@ -37,8 +37,6 @@ import sys
 from types import ModuleType
 from typing import Any, Final
 
-import nono_py
-
 from app.tools.nono.side_process import tie_to_controller
 
 _CLONE_NEWNS: Final = 0x00020000
@@ -135,6 +133,11 @@ def main(argv: list[str]) -> int:
     connection = socket.socket(fileno=int(argv[2]))
     if len(argv) > 3:
         _enter_view(int(argv[3]))
+    # Imported only now, as the process's last step before it serves: the package's import
+    # takes some 0.15 s of CPU (docs/notes/nono-py-package-import.md), which this process
+    # spends tied to the controller and not dumpable, in the tools' view.
+    import nono_py
+
     serve(nono_py, connection)
     return 0
 

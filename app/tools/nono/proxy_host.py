@@ -26,8 +26,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, BinaryIO, Final
 
-import nono_py
-
 from app.tools.nono.front import FrontPolicy
 from app.tools.nono.role_front import LOOPBACK, RoleFront
 from app.tools.nono.side_process import tie_to_controller
@@ -174,6 +172,11 @@ def _reply_channel() -> BinaryIO:
 def main(argv: list[str]) -> int:
     tie_to_controller(int(argv[1]))
     replies = _reply_channel()
+    # Imported only now: the package's import takes some 0.15 s of CPU
+    # (docs/notes/nono-py-package-import.md), which this process spends tied to the
+    # controller and not dumpable.
+    import nono_py
+
     serve(ProxyHost(nono_py), sys.stdin.buffer, replies)
     return 0
 
