@@ -63,7 +63,9 @@ def startup_and_proxy(repeat: int) -> dict[str, float]:
             figures = _interleaved_medians_ms(
                 {
                     # The same worker and action with no confinement at all, at the same uid.
-                    "plain_ms": lambda: run_unconfined(run.paths, tool, ACTION, (), decoys=None),
+                    "plain_ms": lambda: run_unconfined(
+                        run.paths, tool, ACTION, (), counts=run.tool_counts, decoys=None
+                    ),
                     "bubblewrap_ms": lambda: bubblewrap.run_tool("evaluator", ACTION),
                     "nono_ms": lambda: nono.run_tool("evaluator", ACTION),
                 },

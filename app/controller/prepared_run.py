@@ -138,6 +138,7 @@ def prepared_run(
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
         )
+        clock.tool_counts = run.tool_counts
         yield PreparedRun(
             run, services, client, plan.folder, plan.mode, out, keeps_tree=options.keep_workdir
         )

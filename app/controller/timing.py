@@ -12,8 +12,10 @@ the log begins it. Each row holds what the phase cost:
 - ``service_cpu_ms``: the local services (moto, the supplier API), read from their /proc;
 - ``tool_processes``: the worker processes started, confined or as the unconfined control.
 
-The counters are process-wide (getrusage cannot tell runs apart), so a row is exact for a
-process that runs one case at a time, as the controller does.
+The tool processes and the CPU of those a launch process reaped are the run's own
+(Run.tool_counts, which the clock is given once the run is built); getrusage is process-wide
+(it cannot tell runs apart), so a row is exact for a process that runs one case at a time, as
+the controller does.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from app.tools.execution import TOOL_STARTS, UNREAPED_TOOL_CPU
+from app.core.tool_counts import ToolCounts
 
 _TICKS_PER_SECOND: Final = os.sysconf("SC_CLK_TCK")
 
@@ -86,6 +88,8 @@ class PhaseClock:
     """Times the phase it is in; ``enter`` ends it and starts the next."""
 
     service_pids: Callable[[], Sequence[int]] = tuple
+    # The run's, once it is built (app/controller/run.py): no tool process starts before.
+    tool_counts: ToolCounts = field(default_factory=ToolCounts)
     rows: dict[str, PhaseRow] = field(default_factory=dict)
     _current: str | None = None
     _since: Reading | None = None
@@ -93,12 +97,13 @@ class PhaseClock:
     def read(self) -> Reading:
         own = resource.getrusage(resource.RUSAGE_SELF)
         children = resource.getrusage(resource.RUSAGE_CHILDREN)
+        counts = self.tool_counts
         return Reading(
             wall=time.monotonic(),
             controller_cpu=own.ru_utime + own.ru_stime,
-            child_cpu=children.ru_utime + children.ru_stime + UNREAPED_TOOL_CPU.seconds(),
+            child_cpu=children.ru_utime + children.ru_stime + counts.unreaped_cpu_seconds(),
             service_cpu=sum(service_cpu_seconds(pid) for pid in self.service_pids()),
-            tool_processes=TOOL_STARTS.count,
+            tool_processes=counts.starts,
         )
 
     def enter(self, phase: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -19,6 +19,7 @@ from app.core.checklog import CheckLog
 from app.core.endpoints import AwsCredentialFile, HostPort, SupplierEndpoint
 from app.core.roles import Layer
 from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 
 
 class ToolView(Protocol):
@@ -61,6 +62,8 @@ class Run:
     # A cluster-mode run rehearsed on one machine (`python -m rehearsal`): what only the real
     # image or Bedrock has SKIPs with that reason instead of failing.
     rehearsal: bool = False
+    # What its tool processes have used so far: the launchers count, the phase clock reads.
+    tool_counts: ToolCounts = field(default_factory=ToolCounts)
 
     @property
     def report_prefix(self) -> str:

@@ -6,7 +6,7 @@ A local case spends most of its wall time waiting for tool processes to start an
 two per core the machine is kept busy instead. CheckLog.at_once makes whole checks this way
 (the run hands it ``made_at_once``); ``results_at_once`` serves a check whose one judgement
 reads several tool calls. ``InTurn`` serves work bound to the thread that does it: the nono
-launch processes each ask to die with the thread that started them (app/tools/nono/launchers.py).
+launch processes each ask to die with the thread that started them (app/tools/nono/launch_pool.py).
 
 Every thread here is a daemon that serves calls from one source until the source has none
 (``_serve``), and its caller waits for it in short slices (app/core/waiting.py): a stop signal

@@ -23,30 +23,11 @@ from typing import Final
 from app.core.results import ToolKilled, ToolResult, ToolRunError, ToolStartFailed
 from app.core.run import ToolView
 from app.core.run_tree import WORKER_COMMAND, ToolIdentity
+from app.core.tool_counts import ToolCounts
 from app.tools.channel import Channel, failure
 from app.tools.worker.protocol import RESULT_PREFIX
 
 TOOL_TIMEOUT_SECONDS: Final = 60
-
-
-class ToolStarts:
-    """How many tool processes this controller has started, every run and thread together;
-    the run's phase table reads it as differences, as it reads getrusage."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._count = 0
-
-    def add(self) -> None:
-        with self._lock:
-            self._count += 1
-
-    @property
-    def count(self) -> int:
-        return self._count
-
-
-TOOL_STARTS: Final = ToolStarts()
 
 
 class ToolProcesses:
@@ -99,33 +80,6 @@ class ToolProcesses:
 TOOL_PROCESSES: Final = ToolProcesses()
 
 
-class UnreapedToolCpu:
-    """The CPU time of tool processes that a process of the controller's own reaped (a nono
-    launch process: app/tools/nono/launchers.py) while that process still runs: the controller's
-    RUSAGE_CHILDREN counts it only once that process is reaped too. The phase table adds it to
-    its children's CPU."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._by_pid: dict[int, float] = {}
-
-    def set(self, pid: int, seconds: float) -> None:
-        with self._lock:
-            self._by_pid[pid] = seconds
-
-    def reaped(self, pid: int) -> None:
-        """``pid`` was reaped: RUSAGE_CHILDREN holds its children's time now."""
-        with self._lock:
-            self._by_pid.pop(pid, None)
-
-    def seconds(self) -> float:
-        with self._lock:
-            return sum(self._by_pid.values())
-
-
-UNREAPED_TOOL_CPU: Final = UnreapedToolCpu()
-
-
 def worker_command(action: str, args: Sequence[str]) -> list[str]:
     """The worker's command line for one action."""
     return [*WORKER_COMMAND, action, *args]
@@ -169,6 +123,7 @@ def exec_as_tool(
     argv: Sequence[str],
     *,
     tool: ToolIdentity,
+    counts: ToolCounts,
     env: Mapping[str, str],
     who: str,
     action: str,
@@ -178,7 +133,7 @@ def exec_as_tool(
     decoys: ToolView | None = None,
 ) -> ToolResult:
     """Runs ``argv`` as the tool's uid/gid (with no supplementary groups) and parses its result
-    as the answer to ``action`` with ``args``.
+    as the answer to ``action`` with ``args``, counting its start in ``counts``.
 
     A root controller drops the process's identity before exec, so whatever runs (bwrap, or
     the worker itself for a control) is never host root. The working directory is ``/``: the
@@ -191,6 +146,7 @@ def exec_as_tool(
         process = spawn_as_tool(
             argv,
             tool=tool,
+            counts=counts,
             who=who,
             env=env,
             pass_fds=pass_fds,
@@ -223,6 +179,7 @@ def spawn_as_tool(
     argv: Sequence[str],
     *,
     tool: ToolIdentity,
+    counts: ToolCounts,
     who: str,
     env: Mapping[str, str],
     pass_fds: Sequence[int] = (),
@@ -240,6 +197,7 @@ def spawn_as_tool(
                 spawn_as_tool,
                 argv,
                 tool=tool,
+                counts=counts,
                 who=who,
                 env=env,
                 pass_fds=pass_fds,
@@ -247,7 +205,7 @@ def spawn_as_tool(
                 output=output,
             )
         )
-    TOOL_STARTS.add()
+    counts.started()
 
     def start() -> subprocess.Popen[bytes]:
         return subprocess.Popen(

@@ -163,7 +163,9 @@ class ConfinementLayer(ABC):
         """The control: the same action at the tool's uid with no layer at all, in the host's
         view (where the real secrets are root's alone); a secret's control is made in the decoy
         view instead (app/tools/secret_controls.py)."""
-        return run_unconfined(self.run.paths, self.run.tool, action, args, decoys=None)
+        return run_unconfined(
+            self.run.paths, self.run.tool, action, args, counts=self.run.tool_counts, decoys=None
+        )
 
     @abstractmethod
     def role_dir(self, role: Role, direction: Direction) -> str:

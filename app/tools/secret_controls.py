@@ -52,7 +52,13 @@ class SecretControls:
         view = self.run.decoy_view
         if view is not None:
             return partial(
-                run_unconfined, self.run.paths, self.run.tool, "open-read", [str(path)], decoys=view
+                run_unconfined,
+                self.run.paths,
+                self.run.tool,
+                "open-read",
+                [str(path)],
+                counts=self.run.tool_counts,
+                decoys=view,
             )
         return partial(_controller_opens, path)
 
@@ -99,7 +105,14 @@ class SecretControls:
             )
             return
         answers = [
-            run_unconfined(self.run.paths, self.run.tool, "open-read", [str(path)], decoys=None)
+            run_unconfined(
+                self.run.paths,
+                self.run.tool,
+                "open-read",
+                [str(path)],
+                counts=self.run.tool_counts,
+                decoys=None,
+            )
             for path in paths
         ]
         st = view.secrets.stat()

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from app.core.results import ToolResult
 from app.core.run import ToolView
 from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 from app.core.tool_environment import tool_environment
 from app.tools.execution import exec_as_tool, worker_command
 
@@ -33,13 +34,15 @@ def run_unconfined(
     action: str,
     args: Sequence[str],
     *,
+    counts: ToolCounts,
     decoys: ToolView | None,
 ) -> ToolResult:
     """Runs one action of the control's program at the tool's identity with no confinement,
-    in ``decoys`` where there is one."""
+    in ``decoys`` where there is one, counting its start in ``counts``."""
     return exec_as_tool(
         worker_command(action, args),
         tool=tool,
+        counts=counts,
         env=control_environment(paths),
         who="the unconfined control",
         action=action,

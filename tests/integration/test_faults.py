@@ -29,7 +29,7 @@ from app.core.repo import SAMPLE_CASE
 from app.core.results import ToolKilled
 from app.core.roles import Layer
 from app.tools.bubblewrap import launcher as bubblewrap_launcher
-from app.tools.nono.launchers import LaunchProcesses, LaunchRequest
+from app.tools.nono.launch_pool import LaunchProcesses, LaunchRequest
 from tests.support.faults import (
     Controller,
     processes_of,

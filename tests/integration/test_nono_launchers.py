@@ -1,4 +1,4 @@
-"""The nono launch processes (app/tools/nono/launchers.py, launch_process.py): real nono-py calls
+"""The nono launch processes (app/tools/nono/launch_pool.py, launch_process.py): real nono-py calls
 made from processes of one thread, several at once, each tool's output on its channel; a launch
 process that dies or fails is a clear stop and is replaced; none outlives its controller."""
 
@@ -18,15 +18,15 @@ from types import SimpleNamespace
 import pytest
 
 from app.core.repo import REPO_ROOT
+from app.core.tool_counts import ToolCounts
 from app.tools.channel import Ending
-from app.tools.execution import UNREAPED_TOOL_CPU
-from app.tools.nono.launch_process import capability_set
-from app.tools.nono.launchers import (
+from app.tools.nono.launch_pool import (
     LaunchFailed,
     LaunchProcesses,
     LaunchProcessLost,
     LaunchRequest,
 )
+from app.tools.nono.launch_process import capability_set
 
 pytestmark = pytest.mark.integration
 
@@ -49,8 +49,13 @@ def _request(code: str, *, timeout: float = 20.0, cwd: str = "/", **granted: str
 
 
 @pytest.fixture
-def pool() -> Iterator[LaunchProcesses]:
-    launchers = LaunchProcesses(2, None)
+def counts() -> ToolCounts:
+    return ToolCounts()
+
+
+@pytest.fixture
+def pool(counts: ToolCounts) -> Iterator[LaunchProcesses]:
+    launchers = LaunchProcesses(2, None, counts)
     yield launchers
     launchers.close()
 
@@ -86,13 +91,15 @@ def test_calls_made_at_once_each_get_their_own_output(pool: LaunchProcesses) -> 
     assert [_threads(pid) for pid in pids] == [1, 1]
 
 
-def test_the_tools_cpu_counts_while_its_launch_process_runs(pool: LaunchProcesses) -> None:
-    """A tool's CPU time, reaped by a launch process, is counted before that process is."""
-    before = UNREAPED_TOOL_CPU.seconds()
+def test_the_tools_cpu_counts_while_its_launch_process_runs(
+    pool: LaunchProcesses, counts: ToolCounts
+) -> None:
+    """A tool's CPU time, reaped by a launch process, is counted in the run's counts before
+    that process is; once it is reaped, RUSAGE_CHILDREN holds it and the counts no longer do."""
     pool.call(_request("n = 0\nwhile n < 3_000_000: n += 1"), who="a busy tool")
-    assert UNREAPED_TOOL_CPU.seconds() - before > 0.05
+    assert counts.unreaped_cpu_seconds() > 0.05
     pool.close()
-    assert UNREAPED_TOOL_CPU.seconds() == pytest.approx(before)
+    assert counts.unreaped_cpu_seconds() == 0
 
 
 def test_what_nono_py_refuses_is_a_failed_launch_and_the_process_serves_on(
@@ -231,8 +238,9 @@ def test_no_launch_process_outlives_its_controller() -> None:
     processes with it."""
     script = (
         "import os, time\n"
-        "from app.tools.nono.launchers import LaunchProcesses\n"
-        "pool = LaunchProcesses(3, None)\n"
+        "from app.core.tool_counts import ToolCounts\n"
+        "from app.tools.nono.launch_pool import LaunchProcesses\n"
+        "pool = LaunchProcesses(3, None, ToolCounts())\n"
         "pool.start()\n"
         "while len(pool.pids()) < 3: time.sleep(0.01)\n"
         "time.sleep(0.3)\n"  # each has asked to die with it by now

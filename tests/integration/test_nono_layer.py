@@ -14,9 +14,9 @@ from app.core.catalogue import Section
 from app.core.results import Errno, ToolRunError
 from app.core.run_tree import CHECK_FILE
 from app.tools.execution import make_release_fifo
+from app.tools.nono.audit_events import nono_events
 from app.tools.nono.front import Refusal
 from app.tools.nono.launcher import NonoLayer
-from app.tools.nono.proxy import nono_events
 from app.tools.secret_controls import SecretControls
 from tests.support.drafts import sample_draft
 from tests.support.nono_bench import Bench, nono_bench

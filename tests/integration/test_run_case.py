@@ -15,6 +15,7 @@ import pytest
 from app.controller.comparison import NoEligibleSupplier
 from app.controller.run import RunOutcome, run_case
 from app.controller.run_plan import RunOptions
+from app.controller.shipped_layers import shipped_layer
 from app.controller.supplier_client import SupplierClient
 from app.controller.verify_command import folder_files
 from app.core.calls import SupplierReply
@@ -22,12 +23,13 @@ from app.core.case import CaseError
 from app.core.checklog import CheckFailed
 from app.core.repo import POLICIES_DIR, SAMPLE_CASE
 from app.core.roles import Layer
+from app.core.run import Run
 from app.report.attestation import key_from_pem, read_attestation
 from app.report.statement import ATTESTATION_NAME, PUBLIC_KEY_NAME
 from app.report.verification import verify_run
 from app.tools.bubblewrap.checks import BubblewrapChecks
 from app.tools.catalogue.order import run_sections
-from app.tools.execution import TOOL_STARTS
+from app.tools.layer import ConfinementLayer
 from app.tools.nono.checks import NonoChecks
 from tests.support.attested_run import assert_failure_kept
 
@@ -45,12 +47,21 @@ def _has_ipv6_loopback() -> bool:
     return True
 
 
-def _run(layer: Layer, case: Path, base: Path) -> tuple[str, RunOutcome]:
+def _run(
+    layer: Layer, case: Path, base: Path, runs: list[Run] | None = None
+) -> tuple[str, RunOutcome]:
+    """The run's output and outcome; its Run object, as the layer is given it, into ``runs``."""
     stream = io.StringIO()
     out = base / "out"
     options = RunOptions(layer=layer, case_dir=case, out_dir=out, work_base=base / "work")
+
+    def make_layer(run: Run) -> ConfinementLayer:
+        if runs is not None:
+            runs.append(run)
+        return shipped_layer(layer)(run)
+
     try:
-        outcome = run_case(options, stream=stream)
+        outcome = run_case(options, make_layer=make_layer, stream=stream)
     finally:
         print(stream.getvalue())  # shown by pytest when the test fails
     return stream.getvalue(), outcome
@@ -58,9 +69,10 @@ def _run(layer: Layer, case: Path, base: Path) -> tuple[str, RunOutcome]:
 
 @pytest.mark.parametrize("layer", list(Layer))
 def test_sample_case_completes_with_every_check(layer: Layer, work_base: Path) -> None:
-    started = TOOL_STARTS.count
-    output, outcome = _run(layer, SAMPLE_CASE, work_base)
-    tool_processes = TOOL_STARTS.count - started
+    runs: list[Run] = []
+    output, outcome = _run(layer, SAMPLE_CASE, work_base, runs)
+    (run,) = runs
+    tool_processes = run.tool_counts.starts
     lines = output.splitlines()
     assert not [line for line in lines if line.startswith("FAIL ")]
     out = outcome.out_dir

@@ -11,7 +11,7 @@ from __future__ import annotations
 import runpy
 import sys
 
-from app.tools.nono import front, proxy, proxy_host
+from app.tools.nono import front, proxy_host, proxy_pipe, role_front
 from app.tools.nono.front import FrontPolicy, RequestHead
 
 
@@ -40,10 +40,10 @@ def _verbatim(
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["run"]:
-        proxy.HOST_MODULE = "tests.support.leaky_front"
+        proxy_pipe.HOST_MODULE = "tests.support.leaky_front"
         sys.argv[0] = "app.controller"
         runpy.run_module("app.controller", run_name="__main__", alter_sys=True)
     else:
-        # The names proxy_host imported from front.py, which it calls.
-        vars(proxy_host).update(shape_refusal=_any_shape, upstream_request=_verbatim)
+        # The names role_front imported from front.py, which it calls.
+        vars(role_front).update(shape_refusal=_any_shape, upstream_request=_verbatim)
         sys.exit(proxy_host.main(sys.argv))

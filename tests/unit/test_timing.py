@@ -8,23 +8,43 @@ import time
 from pathlib import Path
 
 from app.controller.timing import PhaseClock, service_cpu_seconds
-from app.tools.execution import TOOL_STARTS
+from app.core.tool_counts import ToolCounts
 
 SPIN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.2: pass\n"
 
 
 def test_each_phase_gets_its_own_wall_time_and_tool_processes() -> None:
-    clock = PhaseClock()
+    counts = ToolCounts()
+    clock = PhaseClock(tool_counts=counts)
     clock.enter("first")
     time.sleep(0.05)
     clock.enter("second")
-    TOOL_STARTS.add()
-    TOOL_STARTS.add()
+    counts.started()
+    counts.started()
     clock.enter("third")
     rows = {row["phase"]: row for row in clock.table()}
     assert list(rows) == ["first", "second"]  # the current phase is not done
     assert rows["first"]["wall_ms"] >= 50
     assert (rows["first"]["tool_processes"], rows["second"]["tool_processes"]) == (0, 2)
+
+
+def test_a_clock_counts_its_own_runs_tools_only() -> None:
+    """Each run's counts are its own: another run's starts and unreaped CPU, taken at the
+    same time in the same process, reach neither this run's rows nor its counts."""
+    ours, theirs = ToolCounts(), ToolCounts()
+    clock = PhaseClock(tool_counts=ours)
+    clock.enter("phase")
+    ours.started()
+    theirs.started()
+    theirs.unreaped(4321, 5.0)
+    ours.unreaped(1234, 0.5)
+    clock.enter("next")
+    (row,) = clock.table()
+    assert row["tool_processes"] == 1
+    assert 500 <= row["child_cpu_ms"] < 5000
+    ours.reaped(1234)
+    assert (ours.starts, ours.unreaped_cpu_seconds()) == (1, 0)
+    assert (theirs.starts, theirs.unreaped_cpu_seconds()) == (1, 5.0)
 
 
 def test_entering_the_current_phase_again_changes_nothing_and_a_return_adds_up() -> None:

@@ -195,6 +195,7 @@ class BubblewrapLayer(ConfinementLayer):
             result = exec_as_tool(
                 argv,
                 tool=self.run.tool,
+                counts=self.run.tool_counts,
                 env=BWRAP_ENVIRONMENT if bwrap_env is None else bwrap_env,
                 who=f"the {role}'s tool process",
                 action=action,
@@ -219,6 +220,7 @@ class BubblewrapLayer(ConfinementLayer):
                 process = spawn_as_tool(
                     argv,
                     tool=self.run.tool,
+                    counts=self.run.tool_counts,
                     who=f"the {role}'s tool process",
                     env=BWRAP_ENVIRONMENT,
                     pass_fds=fds,

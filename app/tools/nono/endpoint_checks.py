@@ -22,9 +22,9 @@ from app.core.roles import Role
 from app.core.run import Run
 from app.tools.catalogue import nono as c
 from app.tools.draft_checks import verified_draft
+from app.tools.nono.audit_events import forwarded, nono_events
 from app.tools.nono.front import Refusal
 from app.tools.nono.policy import draft_rule
-from app.tools.nono.proxy import forwarded, nono_events
 from app.tools.nono.proxy_audit import check_proxy_audit
 from app.tools.nono.proxy_calls import ProxyCalls, Sent, summary
 from app.tools.nono.runner import NonoRunner

@@ -9,7 +9,7 @@ verified, and only once per run. Each pair passes only in its declared shape: a 
 but a once-only write) carries no body, no body's length but 0, no Transfer-Encoding and no
 Content-Type, and what nono gets is a head of the front's own making, never the role's headers
 but the placeholder. Everything here is pure: bytes in, a decision out; the
-proxy host (proxy_host.py) does the reading and the writing.
+proxy host (role_front.py) does the reading and the writing.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ never sees it released. The controller runs many threads (checks made at once, c
 the proxy host's client); one nono call made beside them hung its child until its time limit.
 Here nothing runs beside the call: nono-py's two pipe readers start after the fork and are
 joined before it returns. Several launch processes make the controller's calls at once
-(launchers.py), each one call at a time.
+(launch_pool.py), each one call at a time.
 
 The controller speaks to each over a SOCK_SEQPACKET socket: per call a request (one JSON
-object, launchers.py's LaunchRequest) carrying the call's channel (app/tools/channel.py) as one
+object, launch_pool.py's LaunchRequest) carrying the call's channel (app/tools/channel.py) as one
 SCM_RIGHTS descriptor, then two messages back: TAKEN at once, before anything else, so that a
-launch process that does not answer is known within seconds (launchers.py's TAKEN_SECONDS),
+launch process that does not answer is known within seconds (launch_pool.py's TAKEN_SECONDS),
 and a reply, the tool's exit status or what nono-py raised. The channel is this process's
 standard input for the call, which nono-py leaves to its child as it finds it; the launcher's
 command makes it the tool's stdout and stderr (channel.py's CHANNEL_PRELUDE). The socket,
@@ -23,7 +23,7 @@ Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd> [<
 enters the tools' decoy view (app/tools/decoy_view.py) if given one, dies with the controller
 (PR_SET_PDEATHSIG), is not dumpable (in the cluster a tool runs at its uid, and must neither read
 it nor take its socket), and ends when the controller closes the socket. Standard library and
-nono-py's extension only: it imports nothing else of the app.
+nono-py only: it imports nothing else of the app.
 """
 
 from __future__ import annotations
@@ -37,7 +37,6 @@ import sys
 from types import ModuleType
 from typing import Any, Final
 
-from app.tools.nono.extension import nono_extension
 from app.tools.nono.side_process import tie_to_controller
 
 _CLONE_NEWNS: Final = 0x00020000
@@ -134,7 +133,12 @@ def main(argv: list[str]) -> int:
     connection = socket.socket(fileno=int(argv[2]))
     if len(argv) > 3:
         _enter_view(int(argv[3]))
-    serve(nono_extension(), connection)
+    # Imported only now, as the process's last step before it serves: the package's import
+    # takes some 0.15 s of CPU (docs/notes/nono-py-package-import.md), which this process
+    # spends tied to the controller and not dumpable, in the tools' view.
+    import nono_py
+
+    serve(nono_py, connection)
     return 0
 
 

@@ -24,21 +24,22 @@ from app.core.roles import ROLES, Layer, Role
 from app.core.run import Run
 from app.core.run_tree import CHECK_FILE, INTERPRETER
 from app.core.tool_environment import tool_environment
-from app.core.tool_limits import tool_limits
 from app.tools.at_once import AT_ONCE_WIDTH
-from app.tools.execution import TOOL_STARTS, TOOL_TIMEOUT_SECONDS, parse_output
+from app.tools.execution import TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Grant, Refusals, grants_json
-from app.tools.loader import FILTER_OPTION
-from app.tools.nono.channel import NONO_WORKER_COMMAND
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.digests import CredentialDigests
 from app.tools.nono.held import HeldReading, read_while_held
-from app.tools.nono.launchers import LaunchFailed, LaunchProcesses, LaunchRequest, capability_calls
+from app.tools.nono.launch_pool import (
+    LaunchFailed,
+    LaunchProcesses,
+    LaunchRequest,
+    capability_calls,
+)
 from app.tools.nono.policy import (
     COMMITTED_DIR,
     DIGEST_KEY_VARIABLE,
     NO_OMISSIONS,
-    SECCOMP_FILTER_FILE,
     Omissions,
     ProfileSource,
     ProfileValues,
@@ -49,10 +50,11 @@ from app.tools.nono.policy import (
     to_json,
 )
 from app.tools.nono.prerequisites import NonoPrerequisites
-from app.tools.nono.proxy import ProxyFront, ProxyRoute, RoleProxies
+from app.tools.nono.proxy import RoleProxies
+from app.tools.nono.proxy_profile import ProxyFront, ProxyRoute
+from app.tools.nono.tool_command import stage_filter, tool_command
 from app.tools.nono.translate import Network, grants
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
-from app.tools.seccomp_policy import GROUP_ELEMENTS
 
 # nono-py's own default, which a profile without an enforcement mode gets.
 DEFAULT_ENFORCEMENT_MODE: Final = "auto"
@@ -96,7 +98,7 @@ class NonoLayer(ConfinementLayer):
         )
         self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
-        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view)
+        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view, run.tool_counts)
         self._request_ids = itertools.count(1)
         self._written = False
         self._holds = 0
@@ -113,7 +115,7 @@ class NonoLayer(ConfinementLayer):
         and the baseline filter the profiles name, where every role may read it."""
         if self._written:
             return
-        self._stage_filter()
+        stage_filter(self.run.paths.code)
         for role in ROLES:
             path = self.profile_path(role)
             path.write_text(to_json(self._profile(role)), "utf-8")
@@ -129,13 +131,6 @@ class NonoLayer(ConfinementLayer):
 
     def shipped_profile(self, role: Role) -> dict[str, Any]:
         return generate_profile(role, self.values)
-
-    def _stage_filter(self) -> None:
-        path = self.run.paths.code / SECCOMP_FILTER_FILE
-        if path.exists():
-            return
-        path.write_bytes(nono_baseline_filter().program)
-        os.chmod(path, 0o644)
 
     def live_profile(self, role: Role) -> dict[str, Any]:
         self._write_profiles()
@@ -226,40 +221,10 @@ class NonoLayer(ConfinementLayer):
                     "shipped": shipped,
                 }
             )
-        command = self._command(profile, action, args, baseline)
+        command = tool_command(self.run.paths.code, profile, action, args, baseline)
         output, code = self._execute(role, profile, command, enforcement_mode)
         who = f"the {role}'s tool process"
         return self._seen(parse_output(output, code, who=who, action=action, args=args))
-
-    def _command(
-        self, profile: dict[str, Any], action: str, args: Sequence[str], baseline: bool
-    ) -> list[str]:
-        process = profile.get("process", {})
-        options: list[str] = []
-        # The loader's options, each from the profile (a limit left out of it is not set), the
-        # limits first: the filter refuses nothing the loader does, but is loaded last.
-        for limit in tool_limits().all():
-            if limit.key in process:
-                options += [limit.option, str(int(process[limit.key]))]
-        if baseline and "seccomp_filter" in process:
-            # Loaded by the loader, first of all: nono-py has no way to stack a filter of the
-            # caller's (app/tools/loader.py).
-            options += [FILTER_OPTION, self._filter_for(process)]
-        return [*NONO_WORKER_COMMAND, *options, action, *args]
-
-    def _filter_for(self, process: dict[str, Any]) -> str:
-        """The filter the profile names, holding the rule groups it lists: the staged baseline
-        when it lists them all (every shipped profile), else a filter without the others,
-        staged beside it (a group left out on purpose: ``--break``, the removal test)."""
-        listed = process.get("seccomp_groups", [])
-        left_out = frozenset(GROUP_ELEMENTS) - set(listed)
-        if not left_out:
-            return str(process["seccomp_filter"])
-        path = self.run.paths.code / f"nono-baseline-without-{'-'.join(sorted(left_out))}.bpf"
-        if not path.exists():
-            path.write_bytes(nono_baseline_filter(left_out).program)
-            os.chmod(path, 0o644)
-        return str(path)
 
     def _execute(
         self,
@@ -268,7 +233,7 @@ class NonoLayer(ConfinementLayer):
         command: list[str],
         enforcement_mode: str | None,
     ) -> tuple[bytes, int]:
-        """Runs ``command`` under the role's profile, in a launch process (launchers.py); the
+        """Runs ``command`` under the role's profile, in a launch process (launch_pool.py); the
         tool's output (stdout and stderr, read on its channel: nono/channel.py) and its exit
         status."""
         process = profile.get("process", {})
@@ -299,7 +264,9 @@ class NonoLayer(ConfinementLayer):
                 uid=drop.get("user"),
                 gid=drop.get("group"),
             )
-            output, exit_code = self.launchers.call(request, who=who, on_start=TOOL_STARTS.add)
+            output, exit_code = self.launchers.call(
+                request, who=who, on_start=self.run.tool_counts.started
+            )
         except (LaunchFailed, ValueError, OSError) as error:
             raise ToolStartFailed(
                 f"nono could not start the {role} ({command}): {error}"
@@ -325,7 +292,7 @@ class NonoLayer(ConfinementLayer):
             start=lambda fifo, pid_file: self._execute(
                 role,
                 profile,
-                self._command(profile, "hold", [str(fifo), pid_file], baseline),
+                tool_command(self.run.paths.code, profile, "hold", [str(fifo), pid_file], baseline),
                 None,
             ),
         )
@@ -364,7 +331,7 @@ class NonoLayer(ConfinementLayer):
     def preflight(self) -> None:
         self.prerequisites().require()
         try:
-            self._stage_filter()
+            stage_filter(self.run.paths.code)
         except LibseccompError as error:
             raise LayerUnavailable(str(error), "apt-get install libseccomp2") from error
         self.launchers.start()

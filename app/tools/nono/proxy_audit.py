@@ -12,8 +12,8 @@ from typing import Final
 from app.core.roles import Role
 from app.core.run import Run
 from app.tools.catalogue import nono as c
+from app.tools.nono.audit_events import nono_events
 from app.tools.nono.front import MAX_RECORDS, FrontRecord
-from app.tools.nono.proxy import nono_events
 from app.tools.nono.runner import NonoRunner
 
 # How many of a role's strangers a FAIL line names before it counts the rest.

@@ -15,8 +15,8 @@ from app.core.calls import CallRecord
 from app.core.catalogue import Claim
 from app.core.roles import Role
 from app.core.run import Run
+from app.tools.nono.audit_events import AuditEvent, forwarded, nono_events
 from app.tools.nono.front import FrontRecord, Refusal
-from app.tools.nono.proxy import AuditEvent, forwarded, nono_events
 from app.tools.nono.runner import NonoRunner
 
 

@@ -1,5 +1,5 @@
 """A role's profile as the launcher applies it: a pure translation of the profile into grants,
-then the calls that make them a nono-py capability set (made in a launch process: launchers.py).
+then the calls that make them a nono-py capability set (made in a launch process: launch_pool.py).
 
 The file fields keep the meaning nono's profile format gives them: ``read`` and ``allow`` are
 directories (read, read and write), ``read_file`` and ``allow_file`` single files. The network
@@ -91,7 +91,7 @@ def _network(role: str, network: Mapping[str, Any]) -> Network:
 
 
 class Capabilities(Protocol):
-    """What apply calls: nono-py's CapabilitySet, the launch request's recorder (launchers.py),
+    """What apply calls: nono-py's CapabilitySet, the launch request's recorder (launch_pool.py),
     or a test's."""
 
     def allow_path(self, path: str, mode: nono_py.AccessMode) -> None: ...

@@ -37,9 +37,9 @@ from app.core import waiting
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
 from app.core.run import ToolView
+from app.core.tool_counts import ToolCounts
 from app.tools.at_once import InTurn
 from app.tools.channel import Channel, Output, failure
-from app.tools.execution import UNREAPED_TOOL_CPU
 from app.tools.nono.helper_state import described, is_stopped
 from app.tools.nono.launch_process import TAKEN
 from app.tools.nono.translate import Grants, apply
@@ -126,9 +126,11 @@ class _LaunchProcess:
 class LaunchProcesses:
     """``count`` launch processes, started on first use (see the module's docstring)."""
 
-    def __init__(self, count: int, view: ToolView | None) -> None:
+    def __init__(self, count: int, view: ToolView | None, counts: ToolCounts) -> None:
         self._count = count
         self._view = view
+        # The run's: the CPU of the tools each process reaped, until it is reaped itself.
+        self._counts = counts
         # Idle processes; a start's failure, put back by each call that takes it.
         self._idle: queue.SimpleQueue[_LaunchProcess | LaunchFailed] = queue.SimpleQueue()
         self._all: list[_LaunchProcess] = []
@@ -230,7 +232,7 @@ class LaunchProcesses:
                 self._replace(launcher)
         if "error" in reply:
             raise LaunchFailed(f"{reply['error']}: {reply.get('message', '')}")
-        UNREAPED_TOOL_CPU.set(launcher.process.pid, float(reply["children_cpu_seconds"]))
+        self._counts.unreaped(launcher.process.pid, float(reply["children_cpu_seconds"]))
         failed = failure(who, output, limit)
         if failed is not None:
             raise failed
@@ -309,7 +311,7 @@ class LaunchProcesses:
         with suppress(ProcessLookupError):
             launcher.process.kill()
         launcher.process.wait()
-        UNREAPED_TOOL_CPU.reaped(launcher.process.pid)
+        self._counts.reaped(launcher.process.pid)
         with self._lock:
             if launcher in self._all:
                 self._all.remove(launcher)
@@ -334,4 +336,4 @@ class LaunchProcesses:
             with suppress(ProcessLookupError):
                 launcher.process.kill()
             launcher.process.wait()
-            UNREAPED_TOOL_CPU.reaped(launcher.process.pid)
+            self._counts.reaped(launcher.process.pid)
