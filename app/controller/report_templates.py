@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 
-from app.core import waiting
+from app.tools import waiting
 
 
 class ReportTemplates:

@@ -9,7 +9,7 @@ reads several tool calls. ``InTurn`` serves work bound to the thread that does i
 launch processes each ask to die with the thread that started them (app/tools/nono/launch_pool.py).
 
 Every thread here is a daemon that serves calls from one source until the source has none
-(``_serve``), and its caller waits for it in short slices (app/core/waiting.py): a stop signal
+(``_serve``), and its caller waits for it in short slices (app/tools/waiting.py): a stop signal
 (app/controller/signals.py) unwinds the caller within one, as it would a call made in its own
 thread, and no call not yet begun is begun after it. A call already running goes on in its
 thread until its tool ends or the process exits, as a nono call's channel thread does
@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Final, Generic, TypeVar
 
-from app.core.waiting import join
+from app.tools.waiting import join
 
 K = TypeVar("K")
 T = TypeVar("T")

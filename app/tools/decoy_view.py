@@ -32,7 +32,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final, TypeVar
 
-from app.core import waiting
+from app.tools import waiting
 
 T = TypeVar("T")
 

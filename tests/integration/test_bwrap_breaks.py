@@ -19,7 +19,7 @@ from tests.support.policy_changes import (
     bwrap_extra_env,
     bwrap_extra_ro_bind,
 )
-from tests.support.runs import failing_check
+from tests.support.whole_runs import failing_check
 
 pytestmark = pytest.mark.integration
 

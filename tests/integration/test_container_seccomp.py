@@ -31,7 +31,7 @@ from app.tools.bubblewrap.policy import per_call_args
 from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
 from app.tools.execution import parse_output
 from app.tools.seccomp import baseline_filter, program_fd
-from tests.support.runs import bare_run, bare_tree
+from tests.support.whole_runs import bare_run, bare_tree
 from tests.support.widenings import widenings_without
 
 pytestmark = pytest.mark.integration

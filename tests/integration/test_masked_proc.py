@@ -24,7 +24,7 @@ from app.tools.bubblewrap.preflight import BWRAP_ENVIRONMENT
 from app.tools.execution import parse_output
 from app.tools.seccomp import baseline_filter, program_fd
 from tests.support.masked_proc import in_container_proc
-from tests.support.runs import bare_run, bare_tree
+from tests.support.whole_runs import bare_run, bare_tree
 
 pytestmark = [
     pytest.mark.integration,

@@ -12,7 +12,7 @@ import pytest
 from app.core import cluster_env
 from app.core.repo import REPO_ROOT
 from tests.support.fake_kube import FakeCluster, serving
-from tests.support.guests import NODE, SANDBOX
+from tests.support.guest_readings import NODE, SANDBOX
 
 pytestmark = pytest.mark.integration
 

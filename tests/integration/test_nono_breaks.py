@@ -12,7 +12,7 @@ from app.tools.nono import render
 from app.tools.nono.launcher import NonoLayer
 from app.tools.nono.policy import COMMITTED_DIR, ProfileSource
 from tests.support import policy_changes as widened_by
-from tests.support.runs import failing_check
+from tests.support.whole_runs import failing_check
 
 pytestmark = pytest.mark.integration
 

@@ -30,7 +30,7 @@ from app.core.run import Run
 from app.core.run_tree import create_run
 from app.tools.at_once import made_at_once
 from app.tools.layer import ConfinementLayer
-from tests.support.drafts import sample_draft
+from tests.support.sample_draft import sample_draft
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from app.core.repo import CASES_DIR, SAMPLE_CASE
 from app.core.roles import Layer
 from app.core.run import Run
 from app.core.run_tree import ToolIdentity
-from tests.support.runs import bare_run, bare_tree
+from tests.support.whole_runs import bare_run, bare_tree
 
 
 @dataclass

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from app.core.roles import Layer
 from app.tools.nono.launcher import NonoLayer
-from tests.support.runs import bare_run, bare_tree
+from tests.support.whole_runs import bare_run, bare_tree
 
 # The injected character reaches the terminal's input through a work queue; this bounds the
 # wait for it, and is only ever waited out when it never comes.

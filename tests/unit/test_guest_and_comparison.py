@@ -11,7 +11,7 @@ import pytest
 
 from app.controller.guest import LINE_PREFIX, read_guest, readings_in_log
 from app.controller.guest_comparison import GuestComparison, PodReadings, Verdict, render
-from tests.support.guests import NODE, SANDBOX
+from tests.support.guest_readings import NODE, SANDBOX
 
 NOW = datetime(2026, 11, 30, 10, 2, 0, tzinfo=UTC)
 

@@ -19,7 +19,7 @@ from app.core.run import Run
 from app.tools.bubblewrap.preflight import BwrapReadings
 from app.tools.bubblewrap.provenance import check_provenance
 from app.tools.catalogue import bubblewrap as c
-from tests.support.runs import bare_run, bare_tree
+from tests.support.whole_runs import bare_run, bare_tree
 
 DOCKERFILE = (REPO_ROOT / "Dockerfile.analyst").read_text(encoding="utf-8")
 

@@ -12,7 +12,7 @@ import socket
 import threading
 from typing import Final
 
-from app.core import waiting
+from app.tools import waiting
 
 ANSWER: Final = b"HTTP/1.1 200 OK\r\nContent-Length: 7\r\nConnection: close\r\n\r\ncanary\n"
 READ_SECONDS: Final = 1.0

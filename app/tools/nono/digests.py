@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import Future
 
-from app.core import waiting
+from app.tools import waiting
 from app.tools.worker.credentials import DIGEST_ITERATIONS
 
 

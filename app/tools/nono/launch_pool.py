@@ -33,11 +33,11 @@ from typing import Any, Final
 
 import nono_py
 
-from app.core import waiting
 from app.core.repo import REPO_ROOT
 from app.core.results import HelperLost
 from app.core.run import ToolView
 from app.core.tool_counts import ToolCounts
+from app.tools import waiting
 from app.tools.at_once import InTurn
 from app.tools.channel import Channel, Output, failure
 from app.tools.nono.helper_state import described, is_stopped
