@@ -30,9 +30,11 @@ from app.core.errors import LayerUnavailable
 from app.core.escaping import escaped
 from app.core.run import Run
 from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 from app.tools.at_once import made_at_once
 from app.tools.decoy_view import DecoyView
 from app.tools.layer import ConfinementLayer
+from app.tools.registry import answers
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,12 @@ def prepared_run(
         # Removed however the run ends, even when the tree itself is kept.
         stack.callback(remove, paths.secrets)
         stack.callback(remove, paths.decoys)
+        # The layer's own processes, started now so that they load while the services start;
+        # the layer takes them over, and whatever it did not take ends here.
+        counts = ToolCounts()
+        head_start = answers(options.layer).head_start(paths, counts)
+        if head_start is not None:
+            stack.callback(head_start.close)
         bytecode = stack.enter_context(closing(WorkerBytecode(paths.code, paths.control_code)))
         services = plan.mode.start(stack, paths, tool, plan.folder)
         bytecode.wait()
@@ -137,6 +145,8 @@ def prepared_run(
             decoy_view=decoys,
             in_cluster=plan.mode.in_cluster,
             rehearsal=plan.mode.rehearsal,
+            tool_counts=counts,
+            head_start=head_start,
         )
         clock.tool_counts = run.tool_counts
         yield PreparedRun(

@@ -22,6 +22,13 @@ from app.core.run_tree import RunPaths, ToolIdentity
 from app.core.tool_counts import ToolCounts
 
 
+class HeadStart(Protocol):
+    """What a run's layer started before the run object was built (app/tools/layer.py's
+    LayerAnswers.head_start): the layer takes it over, and ``close`` ends whatever it did not."""
+
+    def close(self) -> None: ...
+
+
 class ToolView(Protocol):
     """The mount namespace every tool process starts in, in which the run's secrets directory
     holds decoys, as the layers and controls use it; app/tools/decoy_view.py makes it."""
@@ -64,6 +71,8 @@ class Run:
     rehearsal: bool = False
     # What its tool processes have used so far: the launchers count, the phase clock reads.
     tool_counts: ToolCounts = field(default_factory=ToolCounts)
+    # The processes its layer started as soon as the run tree was claimed; None when none.
+    head_start: HeadStart | None = None
 
     @property
     def report_prefix(self) -> str:

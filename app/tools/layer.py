@@ -35,8 +35,9 @@ from app.core.catalogue import Entry, Section
 from app.core.draft import ExpectedDraft
 from app.core.results import Errno, ToolResult
 from app.core.roles import ROLES, Layer, Role
-from app.core.run import Run
-from app.core.run_tree import ToolIdentity
+from app.core.run import HeadStart, Run
+from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 from app.tools.attacks import AttackAnswers
 from app.tools.prerequisites import Prerequisite
 from app.tools.unconfined import run_unconfined
@@ -244,6 +245,12 @@ class LayerAnswers(ABC):
     @abstractmethod
     def factory(self) -> LayerFactory:
         """The layer as shipped; LayerUnavailable when its library cannot be imported here."""
+
+    def head_start(self, paths: RunPaths, counts: ToolCounts) -> HeadStart | None:
+        """What the layer starts for a run as soon as its tree is claimed (``paths``), before
+        the run's services, to be taken over by the layer the run then builds (the run's
+        ``head_start``); ``counts`` are the run's. None by default: nothing."""
+        return None
 
     @abstractmethod
     def without(self, role: Role, element: str) -> LayerFactory:

@@ -21,6 +21,7 @@ from app.core.repo import REPO_ROOT
 from app.core.tool_counts import ToolCounts
 from app.tools.channel import Ending
 from app.tools.nono.launch_pool import (
+    VIEW_LATER,
     LaunchFailed,
     LaunchProcesses,
     LaunchProcessLost,
@@ -89,6 +90,25 @@ def test_calls_made_at_once_each_get_their_own_output(pool: LaunchProcesses) -> 
     pids = pool.pids()
     assert len(pids) == 2
     assert [_threads(pid) for pid in pids] == [1, 1]
+
+
+def test_a_pool_started_ahead_serves_only_once_given_its_view(counts: ToolCounts) -> None:
+    """A pool started before the tools' view exists (the layer's head start): its first
+    process loads and waits; a call before the view is given is refused, naming why; once
+    given, the call runs, and ``start`` starts the pool's other process."""
+    ahead = LaunchProcesses(2, VIEW_LATER, counts)
+    try:
+        ahead.start(1)
+        while not ahead.pids():
+            time.sleep(0.01)
+        with pytest.raises(RuntimeError, match="before it was given its view"):
+            ahead.call(_request("print('early')"), who="an early call")
+        ahead.serve_in(None)
+        output, code = ahead.call(_request("print('served')"), who="a call")
+        assert (output.data, code) == (b"served\n", 0)
+        assert len(ahead.pids()) == 2  # the call's start() started the other
+    finally:
+        ahead.close()
 
 
 def test_the_tools_cpu_counts_while_its_launch_process_runs(

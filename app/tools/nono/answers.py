@@ -13,8 +13,9 @@ from typing import Final
 
 from app.core.errors import LayerUnavailable
 from app.core.roles import Layer, Role
-from app.core.run import Run
-from app.core.run_tree import ToolIdentity
+from app.core.run import HeadStart, Run
+from app.core.run_tree import RunPaths, ToolIdentity
+from app.core.tool_counts import ToolCounts
 from app.tools.layer import ConfinementLayer, LayerAnswers, LayerFactory
 from app.tools.nono.policy import COMMITTED_DIR, SYSTEM_READ
 from app.tools.nono.prerequisites import NONO_PY_PIN, NonoPrerequisites
@@ -39,6 +40,13 @@ class NonoAnswers(LayerAnswers):
                 f"install it into this environment: pip install {NONO_PY_PIN}",
             ) from error
         return NonoLayer
+
+    def head_start(self, paths: RunPaths, counts: ToolCounts) -> HeadStart:
+        """The first launch process, loading while the run's services start (head_start.py)."""
+        self.factory()  # nono-py importable, or the layer is unavailable
+        from app.tools.nono.head_start import NonoHeadStart
+
+        return NonoHeadStart(counts)
 
     def without(self, role: Role, element: str) -> LayerFactory:
         self.factory()  # nono-py importable, or the layer is unavailable

@@ -13,6 +13,12 @@ process and the role's call.
 The processes are started from a thread of their own that lives until ``close`` (at_once's
 InTurn): each asks to die with the thread that started it (PR_SET_PDEATHSIG is tied to that
 thread, not to the controller), and a check's thread ends with its check.
+
+Each is sent the view its tools start in as its first message (launch_process.py's VIEW or
+HOST_VIEW) and is idle only then. Given VIEW_LATER, the pool may start its processes before the
+view exists (the nono layer's head start, started as soon as the run tree is claimed, before the
+run's services: app/tools/nono/head_start.py), so that their interpreters and nono-py's import
+overlap the services' start; ``serve_in`` then sends each the view.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from app.tools import waiting
 from app.tools.at_once import InTurn
 from app.tools.channel import Channel, Output, failure
 from app.tools.nono.helper_state import described, is_stopped
-from app.tools.nono.launch_process import TAKEN
+from app.tools.nono.launch_process import HOST_VIEW, TAKEN, VIEW
 from app.tools.nono.translate import Grants, apply
 
 # How much longer than the call's own time limit its output is read: only a holder of that
@@ -61,6 +67,13 @@ _MODE_NAMES: Final = {
     nono_py.AccessMode.WRITE: "WRITE",
     nono_py.AccessMode.READ_WRITE: "READ_WRITE",
 }
+
+
+class _ViewLater:
+    """A pool's view not known at its start: ``serve_in`` gives it."""
+
+
+VIEW_LATER: Final = _ViewLater()
 
 
 class LaunchFailed(RuntimeError):
@@ -124,27 +137,37 @@ class _LaunchProcess:
 
 
 class LaunchProcesses:
-    """``count`` launch processes, started on first use (see the module's docstring)."""
+    """``count`` launch processes, started by ``start`` or on first use (see the module's
+    docstring)."""
 
-    def __init__(self, count: int, view: ToolView | None, counts: ToolCounts) -> None:
+    def __init__(self, count: int, view: ToolView | _ViewLater | None, counts: ToolCounts) -> None:
         self._count = count
-        self._view = view
+        self._view = None if isinstance(view, _ViewLater) else view
+        # Whether the view is known: until then, started processes wait in _unsettled.
+        self._settled = not isinstance(view, _ViewLater)
+        self._unsettled: list[_LaunchProcess] = []
         # The run's: the CPU of the tools each process reaped, until it is reaped itself.
         self._counts = counts
         # Idle processes; a start's failure, put back by each call that takes it.
         self._idle: queue.SimpleQueue[_LaunchProcess | LaunchFailed] = queue.SimpleQueue()
         self._all: list[_LaunchProcess] = []
+        # How many of the ``count`` processes ``start`` has asked for so far.
+        self._begun = 0
         self._lock = threading.Lock()
         # The thread every process is started from, until close.
         self._starter: InTurn | None = None
 
-    def start(self) -> None:
-        """Starts the processes, without waiting for them to be ready."""
+    def start(self, count: int | None = None) -> None:
+        """Starts ``count`` more of the pool's processes (by default, all it has not started),
+        without waiting for them to be ready."""
         with self._lock:
-            if self._starter is not None:
-                return
-            self._starter = starter = InTurn("nono-launchers")
-        starter.hand(partial(self._start_some, self._count))
+            if self._starter is None:
+                self._starter = InTurn("nono-launchers")
+            starter, left = self._starter, self._count - self._begun
+            more = left if count is None else min(count, left)
+            self._begun += more
+        if more > 0:
+            starter.hand(partial(self._start_some, more))
 
     def _start_some(self, count: int) -> None:
         for _ in range(count):
@@ -155,16 +178,41 @@ class LaunchProcesses:
                 continue
             with self._lock:
                 self._all.append(launcher)
-            self._idle.put(launcher)
+                settled = self._settled
+                if not settled:
+                    self._unsettled.append(launcher)
+            if settled:
+                self._ready(launcher)
+
+    def serve_in(self, view: ToolView | None) -> None:
+        """Gives a pool made with VIEW_LATER its view: each process started so far is sent it
+        and is idle from now, as is each started later. Once only; later calls change
+        nothing."""
+        with self._lock:
+            if self._settled:
+                return
+            self._view, self._settled = view, True
+            waiting, self._unsettled = self._unsettled, []
+        for launcher in waiting:
+            self._ready(launcher)
+
+    def _ready(self, launcher: _LaunchProcess) -> None:
+        """Sends a started process its view; it is idle from now."""
+        view = self._view
+        # A process that has died cannot take it: its first call finds it lost, as any
+        # other's, and names it.
+        with suppress(OSError):
+            if view is None:
+                launcher.connection.send(HOST_VIEW)
+            else:
+                socket.send_fds(launcher.connection, [VIEW], [view.namespace_fd])
+        self._idle.put(launcher)
 
     def _start_one(self) -> _LaunchProcess:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         passed = [theirs.fileno()]
         argv = [sys.executable, "-m", "app.tools.nono.launch_process", str(os.getpid())]
         argv.append(str(theirs.fileno()))
-        if self._view is not None:
-            passed.append(self._view.namespace_fd)
-            argv.append(str(self._view.namespace_fd))
         try:
             process = subprocess.Popen(
                 argv,
@@ -182,7 +230,10 @@ class LaunchProcesses:
         return _LaunchProcess(process, ours)
 
     def _take(self) -> _LaunchProcess:
+        """An idle process; the pool's view must be known (a VIEW_LATER pool's ``serve_in``)."""
         self.start()
+        if not self._settled:
+            raise RuntimeError("a nono launch pool was called before it was given its view")
         taken = waiting.take(self._idle)
         if isinstance(taken, LaunchFailed):
             self._idle.put(taken)  # for every other call waiting: none will start now
@@ -330,6 +381,7 @@ class LaunchProcesses:
         starter.close()
         with self._lock:
             launchers, self._all = self._all, []
+            self._unsettled = []
         for launcher in launchers:
             launcher.connection.close()
         for launcher in launchers:

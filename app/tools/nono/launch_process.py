@@ -19,11 +19,15 @@ standard input for the call, which nono-py leaves to its child as it finds it; t
 command makes it the tool's stdout and stderr (channel.py's CHANNEL_PRELUDE). The socket,
 above descriptor 2, is closed in the child by nono-py before exec.
 
-Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd> [<view fd>]``: it
-enters the tools' decoy view (app/tools/decoy_view.py) if given one, dies with the controller
-(PR_SET_PDEATHSIG), is not dumpable (in the cluster a tool runs at its uid, and must neither read
-it nor take its socket), and ends when the controller closes the socket. Standard library and
-nono-py only: it imports nothing else of the app.
+Run as ``python -m app.tools.nono.launch_process <controller pid> <socket fd>``: it dies with the
+controller (PR_SET_PDEATHSIG), is not dumpable (in the cluster a tool runs at its uid, and must
+neither read it nor take its socket), loads nono-py, and then waits for the view its tools start
+in, the first message on its socket: VIEW with the tools' decoy view (app/tools/decoy_view.py)
+as one SCM_RIGHTS descriptor, which it enters for good, or HOST_VIEW (the cluster's, where there
+is none). Only then does it serve, so the controller may start it before the view exists (the
+layer's head start: launch_pool.py) and its import overlaps the run's own start. It ends when
+the controller closes the socket. Standard library and nono-py only: it imports nothing else of
+the app.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ MAX_REQUEST_BYTES: Final = 256 * 1024
 # Capabilities): nothing else of the set, or of nono-py, is reachable through a request.
 # The first message back for each request: it is in hand.
 TAKEN: Final = b"taken"
+# The controller's first message: the tools' view (with its descriptor), or the host's own.
+VIEW: Final = b"view"
+HOST_VIEW: Final = b"host-view"
 CAPABILITY_CALLS: Final = frozenset(
     {"allow_path", "allow_file", "block_network", "allow_tcp_connect_port"}
 )
@@ -128,16 +135,33 @@ def serve(nono: ModuleType, connection: socket.socket) -> None:
         connection.send(json.dumps(reply).encode("utf-8"))
 
 
+def _take_view(connection: socket.socket) -> bool:
+    """Waits for the controller's word on the view, entering it if it is the tools'; False
+    when the controller closed the socket first (nothing to serve)."""
+    message, fds, _, _ = socket.recv_fds(connection, MAX_REQUEST_BYTES, 1)
+    if not message:
+        return False
+    if message == VIEW and len(fds) == 1:
+        _enter_view(fds[0])
+        return True
+    for fd in fds:
+        os.close(fd)
+    if message == HOST_VIEW and not fds:
+        return True
+    raise ValueError(f"the view's message is not one this process knows: {message[:64]!r}")
+
+
 def main(argv: list[str]) -> int:
     tie_to_controller(int(argv[1]))
     connection = socket.socket(fileno=int(argv[2]))
-    if len(argv) > 3:
-        _enter_view(int(argv[3]))
-    # Imported only now, as the process's last step before it serves: the package's import
-    # takes some 0.15 s of CPU (docs/notes/nono-py-package-import.md), which this process
-    # spends tied to the controller and not dumpable, in the tools' view.
+    # Imported only now, tied to the controller and not dumpable: the package's import takes
+    # some 0.15 s of CPU (docs/notes/nono-py-package-import.md), spent while the controller
+    # goes on. It starts no thread (setns(2) into a mount namespace refuses a process with
+    # more than one), and no tool starts before the view is entered.
     import nono_py
 
+    if not _take_view(connection):
+        return 0
     serve(nono_py, connection)
     return 0
 

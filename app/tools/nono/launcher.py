@@ -29,6 +29,7 @@ from app.tools.execution import TOOL_TIMEOUT_SECONDS, parse_output
 from app.tools.layer import ConfinementLayer, Direction, Grant, Refusals, grants_json
 from app.tools.nono.checks import NonoChecks
 from app.tools.nono.digests import CredentialDigests
+from app.tools.nono.head_start import NonoHeadStart
 from app.tools.nono.held import HeldReading, read_while_held
 from app.tools.nono.launch_pool import (
     LaunchFailed,
@@ -98,7 +99,16 @@ class NonoLayer(ConfinementLayer):
         )
         self.digests = CredentialDigests()
         self.proxies = RoleProxies(self.values.key_file, run.run_id, run.paths.top / "proxies.log")
-        self.launchers = LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view, run.tool_counts)
+        # The pool the run started ahead for this layer as soon as its tree was claimed
+        # (head_start.py), or a new one; the preflight starts what it has not.
+        ahead = run.head_start.take() if isinstance(run.head_start, NonoHeadStart) else None
+        self.launchers = (
+            LaunchProcesses(AT_ONCE_WIDTH, run.decoy_view, run.tool_counts)
+            if ahead is None
+            else ahead
+        )
+        # The view exists now: a head start's processes are sent it, and can serve.
+        self.launchers.serve_in(run.decoy_view)
         self._request_ids = itertools.count(1)
         self._written = False
         self._holds = 0
