@@ -24,7 +24,6 @@ from app.tools.bubblewrap.launcher import BubblewrapLayer
 from app.tools.bubblewrap.policy import SECCOMP_ELEMENT, BubblewrapPolicy
 from app.tools.seccomp import resolve_syscall, single_syscall_filter
 from app.tools.secret_controls import SecretControls
-from tests.support.sample_draft import sample_draft
 from tests.support.policy_changes import (
     BWRAP_INPUT_WRITABLE,
     BWRAP_NESTED_USERNS,
@@ -32,6 +31,7 @@ from tests.support.policy_changes import (
     bwrap_extra_env,
     bwrap_extra_ro_bind,
 )
+from tests.support.sample_draft import sample_draft
 from tests.support.whole_runs import bare_run, bare_tree
 
 pytestmark = pytest.mark.integration

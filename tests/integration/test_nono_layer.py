@@ -18,8 +18,8 @@ from app.tools.nono.audit_events import nono_events
 from app.tools.nono.front import Refusal
 from app.tools.nono.launcher import NonoLayer
 from app.tools.secret_controls import SecretControls
-from tests.support.sample_draft import sample_draft
 from tests.support.nono_bench import Bench, nono_bench
+from tests.support.sample_draft import sample_draft
 
 pytestmark = pytest.mark.integration
 

@@ -22,8 +22,8 @@ import pytest
 from app.tools.nono.canary import Canary
 from app.tools.nono.front import MAX_RECORDS, Refusal
 from app.tools.nono.launcher import NonoLayer
-from tests.support.sample_draft import sample_draft
 from tests.support.nono_bench import Bench, nono_bench
+from tests.support.sample_draft import sample_draft
 
 pytestmark = pytest.mark.integration
 

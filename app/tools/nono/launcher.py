@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urlsplit
 
-import nono_py
-
 from app.core.errors import LayerUnavailable
 from app.core.results import Errno, ToolResult, ToolRunError, ToolStartFailed
 from app.core.roles import ROLES, Layer, Role
@@ -54,7 +52,7 @@ from app.tools.nono.prerequisites import NonoPrerequisites
 from app.tools.nono.proxy import RoleProxies
 from app.tools.nono.proxy_profile import ProxyFront, ProxyRoute
 from app.tools.nono.tool_command import stage_filter, tool_command
-from app.tools.nono.translate import Network, grants
+from app.tools.nono.translate import Network, grants, pictured_grants
 from app.tools.seccomp import LibseccompError, nono_baseline_filter
 
 # nono-py's own default, which a profile without an enforcement mode gets.
@@ -358,16 +356,7 @@ class NonoLayer(ConfinementLayer):
         # the run stops (exit 1).
 
     def grants(self) -> dict[Role, tuple[Grant, ...]]:
-        # Each live profile's file grants as the launcher reads them (translate.py), reads first.
-        found = {role: grants(role, self.live_profile(role)).files for role in ROLES}
-        writes = nono_py.AccessMode.READ_WRITE
-        return {
-            role: tuple(
-                Grant(f.path, "read-write" if f.access == writes else "read-only")
-                for f in sorted(files, key=lambda f: f.access == writes)
-            )
-            for role, files in found.items()
-        }
+        return {role: pictured_grants(role, self.live_profile(role)) for role in ROLES}
 
     def evidence(self) -> dict[str, Any]:
         return {

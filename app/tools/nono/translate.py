@@ -21,6 +21,7 @@ from typing import Any, Final, Protocol
 import nono_py
 
 from app.core.results import ToolRunError
+from app.tools.layer import Grant
 
 # Each file field this launcher applies: its access, and whether it names single files.
 FILE_FIELDS: Final = {
@@ -63,6 +64,15 @@ def grants(role: str, profile: Mapping[str, Any]) -> Grants:
     return Grants(
         files=_file_grants(role, profile.get("filesystem", {})),
         network=_network(role, profile.get("network", {})),
+    )
+
+
+def pictured_grants(role: str, profile: Mapping[str, Any]) -> tuple[Grant, ...]:
+    """The profile's file grants as the boundary picture draws them, reads first."""
+    writes = nono_py.AccessMode.READ_WRITE
+    return tuple(
+        Grant(f.path, "read-write" if f.access == writes else "read-only")
+        for f in sorted(grants(role, profile).files, key=lambda f: f.access == writes)
     )
 
 
