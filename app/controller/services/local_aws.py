@@ -38,10 +38,10 @@ from botocore.exceptions import BotoCoreError, ClientError
 from botocore.loaders import Loader, create_loader
 
 from app.controller.services.moto_server import (
-    EXIT_WAIT_SECONDS,
     STARTUP_TIMEOUT_SECONDS,
     LocalAwsError,
     MotoServer,
+    exit_status,
     moto_failure,
 )
 from app.controller.services.processes import LoopbackService
@@ -314,12 +314,7 @@ class LocalAws(LoopbackService):
         """One line for a call of the set-up that failed: moto had started (it said it
         listens), so the fault is moto's now, never its installation."""
         process = None if self._moto is None else self._moto.process
-        code = None
-        if process is not None:
-            try:
-                code = process.wait(timeout=EXIT_WAIT_SECONDS)
-            except subprocess.TimeoutExpired:
-                code = None
+        code = exit_status(process)
         if code is not None:
             return LocalAwsError(
                 f"moto exited {code} while the run set up the local AWS stand-in "

@@ -131,17 +131,22 @@ class MotoServer:
         return process
 
 
+def exit_status(process: subprocess.Popen[bytes] | None) -> int | None:
+    """moto's exit status, waited for a moment; None while it runs (or was never started)."""
+    if process is None:
+        return None
+    try:
+        return process.wait(timeout=EXIT_WAIT_SECONDS)
+    except subprocess.TimeoutExpired:
+        return None
+
+
 def moto_failure(process: subprocess.Popen[bytes] | None, state_dir: Path) -> str:
     """Why moto did not start, for an error message: its exit status and the end of its log.
 
     A moto that is ending closes its descriptors, and so the ready pipe, before the kernel
     gives it an exit status: it is waited for a moment before it is called running."""
-    code = None
-    if process is not None:
-        try:
-            code = process.wait(timeout=EXIT_WAIT_SECONDS)
-        except subprocess.TimeoutExpired:
-            code = None
+    code = exit_status(process)
     try:
         output = (state_dir / MOTO_LOG).read_text(encoding="utf-8", errors="replace")[-2000:]
     except OSError:
